@@ -1,0 +1,5 @@
+import sys
+
+from fedavail.cli import main
+
+sys.exit(main())

@@ -1,0 +1,67 @@
+"""The interface every algorithm implements: explicit tensor state and a few hooks the trainer calls each round.
+
+State is a dict of tensors ([d] vectors, [m, d] tables, [m] scalars), so checkpoints and memory accounting are
+generic. Algorithms never touch files, devices or data loading; the trainer maps clients (engine.local)."""
+
+from dataclasses import dataclass, fields
+
+import torch
+
+from fedavail.engine.local import LocalCorrection, LocalResult
+
+State = dict[str, torch.Tensor]
+
+
+@dataclass
+class RoundContext:
+    """What the trainer knows about round t before local training."""
+
+    round: int
+    available: torch.Tensor  # bool [m]: who is available this round (the trace)
+    prob: torch.Tensor | None  # float [m]: p_i^t where the availability model defines it
+    snapshot: torch.Tensor | None  # long [n]: the trace's pre-drawn uniform cohort for this round
+    lr: float  # the local learning rate this round
+    local_steps: int
+    generator: torch.Generator  # keyed by (seed, "algorithm", round): the algorithm's own draws
+
+
+@dataclass
+class Algorithm:
+    """FedAvg-shaped defaults: participants are the available clients, all start from the server model x."""
+
+    global_lr: float = 1.0
+
+    def init_state(self, x0: torch.Tensor, num_clients: int) -> State:
+        return {"x": x0.clone()}
+
+    def select(self, state: State, ctx: RoundContext) -> torch.Tensor:
+        return torch.nonzero(ctx.available).flatten()
+
+    def start_points(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> torch.Tensor:
+        return state["x"].expand(len(clients), -1)
+
+    def correction(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> LocalCorrection | None:
+        return None
+
+    def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
+        raise NotImplementedError
+
+    def eval_models(self, state: State) -> dict[str, torch.Tensor]:
+        """The model vectors to evaluate, by name; "global" is the one the tables report."""
+        return {"global": state["x"]}
+
+    def round_metrics(self, state: State) -> dict[str, float]:
+        """Extra per-round metrics (e.g. FAST's q, FedSWE's consensus error)."""
+        return {}
+
+    @classmethod
+    def hyperparameters(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+def state_bytes(state: State) -> int:
+    return sum(t.numel() * t.element_size() for t in state.values())
+
+
+def mean_delta(result: LocalResult) -> torch.Tensor:
+    return (result.end - result.start).mean(0)

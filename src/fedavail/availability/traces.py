@@ -1,0 +1,364 @@
+"""Availability traces: for every round and client, whether the client is available, stored once per seed.
+
+A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the model defines it, else None), snapshot
+(int64 [T, n]: a uniform cohort pre-drawn for every round, so FAST's snapshot rounds are deterministic on any trace),
+and the parameters that made it. All algorithms of a seed read the same trace.
+
+Models (spec["model"]) and their keys (defaults in _MODEL_KEYS):
+- "fedswe" (papers/fedswe.txt §7, App. H.2): p_i = <ν_i, φ>, φ_c ~ U(0, Φ_c); p_i^t = clip(p_i f(t), 0, 1);
+  a_i^t ~ Bernoulli(p_i^t). dynamics: "stationary" f = 1; "staircase" f = 1 then `low` (0.4) over each half of
+  `period` P; "sine" f = γ sin(2πt/P) + 1 − γ; "two_group" (§7.1 eqs. 31-32): clients [0, m/2) only in the first
+  half of each `window` Pδ, the others only in the second half, inside it f = 1 ("inner": "static") or the staircase
+  ("inner": "staircase", with `period` and `low`). ν_i is the partition's drawn class mix ("class_mix": "nu", the
+  paper) or its realised label shares ("empirical", what the FedAWE code uses); either needs `partition`.
+- "fast" (papers/fast.txt §3.2, authors' code): a cohort of n = round(fraction·m) distinct clients per round,
+  uniform or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2. prob = n/m for uniform, None for the
+  skewed ones.
+- "bernoulli": p_i^t = p (a number or one per client).
+- "markov": on/off chain per client (p_on = P(off→on), p_off = P(on→off)), started stationary; prob = the marginal
+  π = p_on/(p_on + p_off), not the probability given the previous round.
+- "cyclic": K groups of consecutive clients; group ⌊iK/m⌋ has p_i^t = p while ⌊t/active_rounds⌋ mod K is its
+  index, 0 otherwise (FedSWE eq. 4).
+Every model's snapshot cohort has size spec["snapshot_size"], by default round(0.1·m) (the fast model: its n).
+
+Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots. So traces of one seed
+share their snapshots, and FedSWE dynamics of one seed share their p_i.
+"""
+
+import json
+import os
+import textwrap
+from dataclasses import dataclass
+from numbers import Real
+from pathlib import Path
+
+import numpy as np
+
+from fedavail.availability import models
+from fedavail.data.partition import Partition
+from fedavail.io import atomic_path, write_npz
+from fedavail.rng import numpy_generator
+
+REQUIRED = "required"
+# num_clients, rounds and partition (a config name) are the workflow's keys: make_trace takes the first two as
+# arguments (a spec value, if given, must agree) and records the partition's own params.
+_COMMON_KEYS = {"model": REQUIRED, "snapshot_size": None, "num_clients": None, "rounds": None, "partition": None}
+_MODEL_KEYS = {
+    "fedswe": {
+        "dynamics": "stationary",
+        "phi_max": None,  # None = 1 for the first half of the classes, 0.5 for the rest
+        "period": 20,
+        "gamma": 0.3,
+        "low": 0.4,
+        "window": 100,
+        "inner": "static",
+        "class_mix": "nu",
+    },
+    "fast": {"distribution": REQUIRED, "fraction": 0.1},
+    "bernoulli": {"p": REQUIRED},
+    "markov": {"p_on": REQUIRED, "p_off": REQUIRED},
+    "cyclic": {"groups": REQUIRED, "p": REQUIRED, "active_rounds": 1},
+}
+FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
+FAST_DISTRIBUTIONS = ("uniform", *models.SKEWED_DISTRIBUTIONS)
+STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
+
+
+@dataclass
+class Trace:
+    available: np.ndarray  # bool [T, m]
+    prob: np.ndarray | None  # float32 [T, m]
+    snapshot: np.ndarray | None  # int64 [T, n]
+    params: dict
+
+    @property
+    def rounds(self) -> int:
+        return self.available.shape[0]
+
+    @property
+    def num_clients(self) -> int:
+        return self.available.shape[1]
+
+
+# ---------------------------------------------------------------- spec
+
+
+def validate_trace_spec(spec: dict) -> None:
+    """Raise ValueError naming the offending key."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"trace spec must be a mapping, got {type(spec).__name__}")
+    model = spec.get("model")
+    if model not in _MODEL_KEYS:
+        raise ValueError(f"trace spec key 'model': {model!r} is not one of {tuple(_MODEL_KEYS)}")
+    allowed = {**_COMMON_KEYS, **_MODEL_KEYS[model]}
+    unknown = sorted(set(spec) - set(allowed))
+    if unknown:
+        raise ValueError(f"trace spec key {unknown[0]!r} is not used by model {model!r} (allowed: {sorted(allowed)})")
+    missing = [k for k, default in allowed.items() if default == REQUIRED and k not in spec]
+    if missing:
+        raise ValueError(f"trace spec key {missing[0]!r} is required by model {model!r}")
+    for key in ("snapshot_size", "num_clients", "rounds"):
+        if spec.get(key) is not None:
+            _check_int(spec, key, 1)
+    if spec.get("partition") is not None and not isinstance(spec["partition"], str):
+        raise ValueError(f"trace spec key 'partition' must name a partition, got {spec['partition']!r}")
+    if model == "fedswe":
+        _check_choice(spec, "dynamics", FEDSWE_DYNAMICS)
+        _check_choice(spec, "inner", ("static", "staircase"))
+        _check_choice(spec, "class_mix", ("nu", "empirical"))
+        for key in ("period", "window"):
+            if key in spec:
+                _check_int(spec, key, 1)
+        if spec.get("phi_max") is not None:
+            _check_probabilities(spec, "phi_max", allow_list=True)
+        for key in ("gamma", "low"):
+            if key in spec:
+                _check_probabilities(spec, key, allow_list=False)
+    elif model == "fast":
+        _check_choice(spec, "distribution", FAST_DISTRIBUTIONS)
+        fraction = spec.get("fraction", 0.1)
+        if not _is_number(fraction) or not 0 < fraction <= 1:
+            raise ValueError(f"trace spec key 'fraction' must be in (0, 1], got {fraction!r}")
+    elif model == "bernoulli":
+        _check_probabilities(spec, "p", allow_list=True)
+    elif model == "markov":
+        _check_probabilities(spec, "p_on", allow_list=True)
+        _check_probabilities(spec, "p_off", allow_list=True)
+        p_on, p_off = np.asarray(spec["p_on"], float), np.asarray(spec["p_off"], float)
+        if p_on.ndim and p_off.ndim and p_on.shape != p_off.shape:
+            raise ValueError(f"trace spec key 'p_off' has {p_off.size} values but 'p_on' has {p_on.size}")
+        if np.any(p_on + p_off <= 0):
+            raise ValueError("trace spec keys 'p_on' and 'p_off' must not both be 0 (the chain would never move)")
+    else:
+        _check_int(spec, "groups", 1)
+        _check_probabilities(spec, "p", allow_list=True)
+        if "active_rounds" in spec:
+            _check_int(spec, "active_rounds", 1)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool) and np.isfinite(value)
+
+
+def _check_int(spec: dict, key: str, minimum: int) -> None:
+    value = spec[key]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"trace spec key {key!r} must be an integer >= {minimum}, got {value!r}")
+
+
+def _check_choice(spec: dict, key: str, choices: tuple) -> None:
+    if key in spec and spec[key] not in choices:
+        raise ValueError(f"trace spec key {key!r}: {spec[key]!r} is not one of {choices}")
+
+
+def _check_probabilities(spec: dict, key: str, allow_list: bool) -> None:
+    value = spec[key]
+    values = value if allow_list and isinstance(value, (list, tuple)) else [value]
+    if not values or not all(_is_number(v) and 0 <= v <= 1 for v in values):
+        kind = "a probability in [0, 1]" + (" or a list of them" if allow_list else "")
+        raise ValueError(f"trace spec key {key!r} must be {kind}, got {value!r}")
+
+
+def _per_client(spec: dict, key: str, num_clients: int) -> np.ndarray:
+    """A spec value given as one number or one per client, as float64 [m]."""
+    values = np.asarray(spec[key], dtype=np.float64)
+    if values.ndim == 0:
+        return np.full(num_clients, float(values))
+    if values.shape != (num_clients,):
+        raise ValueError(f"trace spec key {key!r} has {values.size} values for {num_clients} clients")
+    return values
+
+
+# ---------------------------------------------------------------- making traces
+
+
+def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: Partition | None = None) -> Trace:
+    """Draw a trace of `rounds` rounds for `num_clients` clients; all randomness from (seed, "trace", stream)."""
+    validate_trace_spec(spec)
+    if num_clients < 1 or rounds < 1:
+        raise ValueError(f"a trace needs num_clients >= 1 and rounds >= 1, got {num_clients} and {rounds}")
+    for key, value in (("num_clients", num_clients), ("rounds", rounds)):
+        if spec.get(key) is not None and spec[key] != value:
+            raise ValueError(f"trace spec key {key!r} is {spec[key]}, but the trace was asked for {value}")
+    spec = {**_COMMON_KEYS, **_MODEL_KEYS[spec["model"]], **spec}
+    model = spec["model"]
+    snapshot_size = _snapshot_size(spec, num_clients)
+    round_rng = numpy_generator(seed, "trace", STREAM_ROUNDS)
+    extra = {}
+    if model == "fedswe":
+        client_rng = numpy_generator(seed, "trace", STREAM_CLIENTS)
+        prob, extra = _fedswe_prob(spec, num_clients, rounds, partition, client_rng)
+        available = models.bernoulli_availability(prob, round_rng)
+    elif model == "fast":
+        if spec["distribution"] == "uniform":
+            cohorts = models.uniform_cohorts(rounds, num_clients, snapshot_size, round_rng)
+            prob = np.full((rounds, num_clients), snapshot_size / num_clients)
+        else:
+            cohorts = models.skewed_cohorts(spec["distribution"], rounds, num_clients, snapshot_size, round_rng)
+            prob = None
+        available = models.cohort_mask(cohorts, num_clients)
+    elif model == "bernoulli":
+        prob = np.broadcast_to(_per_client(spec, "p", num_clients), (rounds, num_clients))
+        available = models.bernoulli_availability(prob, round_rng)
+    elif model == "markov":
+        p_on, p_off = _per_client(spec, "p_on", num_clients), _per_client(spec, "p_off", num_clients)
+        available = models.markov_availability(p_on, p_off, rounds, round_rng)
+        prob = np.broadcast_to(p_on / (p_on + p_off), (rounds, num_clients))
+    else:
+        if spec["groups"] > num_clients:
+            raise ValueError(f"trace spec key 'groups': {spec['groups']} groups for {num_clients} clients")
+        windows = models.cyclic_windows(rounds, num_clients, spec["groups"], spec["active_rounds"])
+        prob = windows * _per_client(spec, "p", num_clients)[None, :]
+        available = models.bernoulli_availability(prob, round_rng)
+    snapshot_rng = numpy_generator(seed, "trace", STREAM_SNAPSHOT)
+    snapshot = models.uniform_cohorts(rounds, num_clients, snapshot_size, snapshot_rng)
+    params = {
+        **spec,
+        "snapshot_size": snapshot_size,
+        "seed": int(seed),
+        "num_clients": int(num_clients),
+        "rounds": int(rounds),
+        **extra,
+    }
+    return Trace(
+        available=np.ascontiguousarray(available, dtype=bool),
+        prob=None if prob is None else np.ascontiguousarray(prob, dtype=np.float32),
+        snapshot=snapshot,
+        params=params,
+    )
+
+
+def _snapshot_size(spec: dict, num_clients: int) -> int:
+    if spec["model"] == "fast":
+        size = max(1, int(round(spec["fraction"] * num_clients)))
+        if spec["snapshot_size"] is not None and spec["snapshot_size"] != size:
+            raise ValueError(f"trace spec key 'snapshot_size': the fast model's cohort is round(fraction·m) = {size}")
+        return size
+    size = spec["snapshot_size"] if spec["snapshot_size"] is not None else max(1, int(round(0.1 * num_clients)))
+    if size > num_clients:
+        raise ValueError(f"trace spec key 'snapshot_size': {size} > {num_clients} clients")
+    return size
+
+
+def _fedswe_prob(spec, num_clients, rounds, partition, rng) -> tuple[np.ndarray, dict]:
+    if partition is None:
+        raise ValueError("the fedswe availability model needs the partition (p_i = <ν_i, φ> uses the class mix)")
+    if partition.num_clients != num_clients:
+        raise ValueError(f"partition has {partition.num_clients} clients, trace asked for {num_clients}")
+    if spec["class_mix"] == "nu":
+        if partition.nu is None:
+            raise ValueError(
+                f"trace spec key 'class_mix': scheme {partition.params.get('scheme')!r} draws no ν_i; use 'empirical'"
+            )
+        class_mix = partition.nu
+    else:
+        class_mix = partition.label_hist / np.maximum(partition.sizes, 1)[:, None]
+    num_classes = class_mix.shape[1]
+    phi_max = models.default_phi_max(num_classes) if spec["phi_max"] is None else np.asarray(spec["phi_max"], float)
+    if phi_max.shape != (num_classes,):
+        raise ValueError(f"trace spec key 'phi_max' has {phi_max.size} values for {num_classes} classes")
+    base, phi = models.fedswe_base_probabilities(class_mix, phi_max, rng)
+    dynamics = spec["dynamics"]
+    if dynamics == "stationary":
+        modulation = np.ones((rounds, 1))
+    elif dynamics == "staircase":
+        modulation = models.staircase(rounds, spec["period"], spec["low"])[:, None]
+    elif dynamics == "sine":
+        modulation = models.sine(rounds, spec["period"], spec["gamma"])[:, None]
+    else:
+        staircase = spec["inner"] == "staircase"
+        inner = models.staircase(rounds, spec["period"], spec["low"]) if staircase else np.ones(rounds)
+        modulation = models.two_group_windows(rounds, num_clients, spec["window"]) * inner[:, None]
+    prob = np.clip(base[None, :] * modulation, 0.0, 1.0)
+    extra = {"phi": phi.tolist(), "phi_max": phi_max.tolist(), "partition_params": partition.params}
+    return prob, extra
+
+
+# ---------------------------------------------------------------- files
+
+
+def _index_dtype(num_clients: int):
+    return np.uint8 if num_clients <= 1 << 8 else np.uint16 if num_clients <= 1 << 16 else np.uint32
+
+
+def save_trace(path: str | os.PathLike, trace: Trace) -> None:
+    """npz: availability bit-packed per round, prob float32, snapshot in the smallest unsigned int, params JSON."""
+    arrays = {
+        "available_bits": np.packbits(trace.available, axis=1, bitorder="little"),
+        "shape": np.array(trace.available.shape, dtype=np.int64),
+        "params": np.array(json.dumps(trace.params, sort_keys=True)),
+    }
+    if trace.prob is not None:
+        arrays["prob"] = trace.prob.astype(np.float32)
+    if trace.snapshot is not None:
+        arrays["snapshot"] = trace.snapshot.astype(_index_dtype(trace.num_clients))
+    write_npz(path, arrays)
+
+
+def load_trace(path: str | os.PathLike) -> Trace:
+    with np.load(path, allow_pickle=False) as data:
+        rounds, num_clients = (int(v) for v in data["shape"])
+        available = np.unpackbits(data["available_bits"], axis=1, count=num_clients, bitorder="little").astype(bool)
+        return Trace(
+            available=available.reshape(rounds, num_clients),
+            prob=data["prob"] if "prob" in data.files else None,
+            snapshot=data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
+            params=json.loads(str(data["params"])),
+        )
+
+
+# ---------------------------------------------------------------- figure
+
+
+def _representative_clients(trace: Trace, count: int = 3) -> np.ndarray:
+    """Clients whose mean availability probability sits nearest the 10/50/90 % quantiles (FedSWE Fig. 16 shows
+    p_i ∈ {0.1, 0.5, 0.9})."""
+    mean = (trace.prob if trace.prob is not None else trace.available).mean(axis=0)
+    order = np.argsort(mean, kind="stable")
+    picks = order[np.round(np.linspace(0.1, 0.9, count) * (len(order) - 1)).astype(int)]
+    return np.unique(picks)
+
+
+def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int = 50) -> None:
+    """Figure like FedSWE Fig. 16: p_i^t of a few clients, their availability boxes, and the raster of all clients."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    clients = _representative_clients(trace) if clients is None else np.asarray(clients, dtype=np.int64)
+    shown = min(rounds, trace.rounds)
+    t = np.arange(shown)
+    colors = plt.get_cmap("tab10")(np.arange(len(clients)) % 10)
+    fig, (ax_prob, ax_boxes, ax_all) = plt.subplots(
+        3, 1, figsize=(8, 7), sharex=True, gridspec_kw={"height_ratios": [2, 1, 3]}
+    )
+    if trace.prob is not None:
+        for color, client in zip(colors, clients):
+            ax_prob.step(t, trace.prob[:shown, client], where="mid", color=color, label=f"client {client}")
+        ax_prob.set_ylim(-0.03, 1.03)
+        ax_prob.legend(fontsize=8, loc="upper right")
+    else:
+        ax_prob.text(0.5, 0.5, "p_i^t not defined by this model", ha="center", va="center",
+                     transform=ax_prob.transAxes)
+    ax_prob.set_ylabel("$p_i^t$")
+    for row, (color, client) in enumerate(zip(colors, clients)):
+        on = np.flatnonzero(trace.available[:shown, client])
+        ax_boxes.bar(on, 0.8, bottom=row - 0.4, width=0.9, color=color)
+    ax_boxes.set_yticks(np.arange(len(clients)), [str(c) for c in clients])
+    ax_boxes.set_ylim(len(clients) - 0.5, -0.5)
+    ax_boxes.set_ylabel("client")
+    ax_all.imshow(
+        trace.available[:shown].T, aspect="auto", interpolation="nearest", cmap="Greys",
+        extent=(-0.5, shown - 0.5, trace.num_clients - 0.5, -0.5),
+    )
+    ax_all.set_ylabel("client (all)")
+    ax_all.set_xlabel("round t")
+    described = {k: v for k, v in trace.params.items() if k not in ("partition_params", "phi", "phi_max", "seed")}
+    title = ", ".join(f"{k}={v}" for k, v in sorted(described.items()) if v is not None)
+    fig.suptitle(textwrap.fill(title, 140), fontsize=8)
+    fig.tight_layout()
+    suffix = Path(path).suffix.lstrip(".") or "png"
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=suffix, dpi=120)
+    plt.close(fig)

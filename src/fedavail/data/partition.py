@@ -1,0 +1,420 @@
+"""Client partitions of a training set: who holds which sample.
+
+A partition is stored as CSR (client i holds indices[offsets[i]:offsets[i+1]], sorted ascending), with the
+per-client label histogram, the client class mix ν_i where the scheme draws one (FedSWE's availability
+p_i = <ν_i, φ> needs it), and the spec that made it.
+
+Schemes (spec["scheme"]); every one assigns each train sample at most once, and the Dirichlet schemes exactly once:
+- "client_dirichlet" (FedSWE, Hsu et al. 2019): ν_i ~ Dir(α·1_C) per client, client sizes N/m (differing by at
+  most one), client i's per-class counts are the largest-remainder rounding of ν_i·n_i.
+  `allocation: "class_proportional"` instead splits every class among clients in proportion to ν_{i,c}/Σ_j ν_{j,c},
+  the rule of the FedAWE/FedAU code (unequal client sizes).
+- "balanced_dirichlet" (FAST via FedLab's `client_inner_dirichlet_partition`, from FedDyn): sizes N/m, every sample's
+  class drawn from ν_i ~ Dir(α·1_C), so per-class counts are multinomial rather than rounded.
+- "hetero_dirichlet" (FedLab's `hetero_dir_partition`, FAST's Fashion-MNIST code): per class, shares ~ Dir(α·1_m)
+  over the clients that hold fewer than N/m samples, retried until every client holds min_size samples (see
+  `_hetero_dirichlet`: retries are bounded and a repair step guarantees min_size).
+- "two_group" (FedSWE §7.1): clients [0, m//2) hold only classes [0, C//2), the others only the remaining classes;
+  client_dirichlet inside each group (ν_i is zero outside the group's classes).
+- "natural": one client per natural group id (`groups`, e.g. a Shakespeare role); `num_clients` optionally keeps only
+  that many groups, the ones with the most samples.
+
+Class-pool exhaustion (the Dirichlet schemes with equal sizes): demands are granted in passes. In a pass every client
+asks for its unmet count over the classes that still have samples; a class asked for more than it has grants its
+samples to a uniformly random subset of the asked units (a multivariate hypergeometric draw, i.e. FedLab's random
+order of per-sample draws); a client's refused units are asked again in the next pass from ν_i renormalised over the
+classes still available. If ν_i has no mass left there (small α underflows to exact zeros), the refused units follow
+the remaining class pool sizes instead. Each pass either satisfies everyone or empties a class, so at most C passes run.
+"""
+
+import json
+import os
+from dataclasses import dataclass
+from numbers import Real
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fedavail.io import atomic_path, write_npz
+from fedavail.rng import numpy_generator
+
+SCHEMES = ("client_dirichlet", "balanced_dirichlet", "hetero_dirichlet", "two_group", "natural")
+ALLOCATIONS = ("equal", "class_proportional")
+# Spec keys each scheme accepts, with defaults; REQUIRED marks keys without one. min_size None = num_classes.
+REQUIRED = "required"
+_SCHEME_KEYS = {
+    "client_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED, "allocation": "equal"},
+    "balanced_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED},
+    "hetero_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED, "min_size": None, "max_retries": 100},
+    "two_group": {"num_clients": REQUIRED, "alpha": REQUIRED, "allocation": "equal"},
+    "natural": {"num_clients": None},
+}
+
+
+@dataclass
+class Partition:
+    offsets: np.ndarray  # int64 [m + 1]
+    indices: np.ndarray  # int64 [total]
+    label_hist: np.ndarray  # int64 [m, C]
+    nu: np.ndarray | None  # float64 [m, C]: the drawn class mix ν_i, where the scheme draws one
+    params: dict
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def num_classes(self) -> int:
+        return self.label_hist.shape[1]
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def client(self, i: int) -> np.ndarray:
+        return self.indices[self.offsets[i] : self.offsets[i + 1]]
+
+
+# ---------------------------------------------------------------- spec
+
+
+def validate_partition_spec(spec: dict) -> None:
+    """Raise ValueError naming the offending key."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"partition spec must be a mapping, got {type(spec).__name__}")
+    scheme = spec.get("scheme")
+    if scheme not in SCHEMES:
+        raise ValueError(f"partition spec key 'scheme': {scheme!r} is not one of {SCHEMES}")
+    allowed = _SCHEME_KEYS[scheme]
+    unknown = sorted(set(spec) - set(allowed) - {"scheme"})
+    if unknown:
+        raise ValueError(
+            f"partition spec key {unknown[0]!r} is not used by scheme {scheme!r} (allowed: {sorted(allowed)})"
+        )
+    missing = [k for k, default in allowed.items() if default == REQUIRED and k not in spec]
+    if missing:
+        raise ValueError(f"partition spec key {missing[0]!r} is required by scheme {scheme!r}")
+    if spec.get("num_clients") is not None:
+        _check_int(spec, "num_clients", minimum=2 if scheme == "two_group" else 1)
+    if "alpha" in allowed:
+        alpha = spec["alpha"]
+        if isinstance(alpha, bool) or not isinstance(alpha, Real) or not np.isfinite(alpha) or alpha <= 0:
+            raise ValueError(f"partition spec key 'alpha' must be a positive number, got {alpha!r}")
+    if "allocation" in spec and spec["allocation"] not in ALLOCATIONS:
+        raise ValueError(f"partition spec key 'allocation': {spec['allocation']!r} is not one of {ALLOCATIONS}")
+    if spec.get("min_size") is not None:
+        _check_int(spec, "min_size", minimum=0)
+    if "max_retries" in spec:
+        _check_int(spec, "max_retries", minimum=1)
+
+
+def _check_int(spec: dict, key: str, minimum: int) -> None:
+    value = spec[key]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"partition spec key {key!r} must be an integer >= {minimum}, got {value!r}")
+
+
+def _with_defaults(spec: dict, num_classes: int) -> dict:
+    full = {"scheme": spec["scheme"], **_SCHEME_KEYS[spec["scheme"]], **spec}
+    if full["scheme"] == "hetero_dirichlet" and full["min_size"] is None:
+        full["min_size"] = num_classes  # FedLab's default min_require_size
+    return full
+
+
+# ---------------------------------------------------------------- making partitions
+
+
+def make_partition(
+    labels: np.ndarray, num_classes: int, spec: dict, seed: int, groups: np.ndarray | None = None
+) -> Partition:
+    """Split the train samples with these labels among clients as `spec` says; randomness from (seed, "partition")."""
+    validate_partition_spec(spec)
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.ndim != 1 or (labels.size and (labels.min() < 0 or labels.max() >= num_classes)):
+        raise ValueError(f"labels must be a 1-D array of class ids in [0, {num_classes})")
+    spec = _with_defaults(spec, num_classes)
+    rng = numpy_generator(seed, "partition")
+    scheme = spec["scheme"]
+    nu = None
+    if scheme == "natural":
+        owner = _natural_owner(labels, groups, spec["num_clients"])
+        m = int(owner.max()) + 1
+    else:
+        m = spec["num_clients"]
+        if labels.size < m:
+            raise ValueError(f"partition spec key 'num_clients': {m} clients but only {labels.size} samples")
+        if scheme == "client_dirichlet":
+            owner, nu = _client_dirichlet(labels, num_classes, m, spec["alpha"], spec["allocation"], rng)
+        elif scheme == "balanced_dirichlet":
+            owner, nu = _balanced_dirichlet(labels, num_classes, m, spec["alpha"], rng)
+        elif scheme == "hetero_dirichlet":
+            owner = _hetero_dirichlet(
+                labels, num_classes, m, spec["alpha"], spec["min_size"], spec["max_retries"], rng
+            )
+        else:
+            owner, nu = _two_group(labels, num_classes, m, spec["alpha"], spec["allocation"], rng)
+    params = {**spec, "seed": int(seed), "num_classes": int(num_classes), "num_samples": int(labels.size)}
+    return _from_owner(owner, m, labels, num_classes, nu, params)
+
+
+def _from_owner(owner: np.ndarray, m: int, labels: np.ndarray, num_classes: int, nu, params: dict) -> Partition:
+    """CSR from owner[j] = client of sample j (-1 = unassigned); indices sorted ascending within a client."""
+    assigned = np.flatnonzero(owner >= 0)
+    order = np.argsort(owner[assigned], kind="stable")  # stable keeps sample indices ascending per client
+    indices = assigned[order].astype(np.int64)
+    sizes = np.bincount(owner[assigned], minlength=m)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    label_hist = np.zeros((m, num_classes), dtype=np.int64)
+    np.add.at(label_hist, (owner[assigned], labels[assigned]), 1)
+    return Partition(offsets, indices, label_hist, None if nu is None else np.asarray(nu, np.float64), params)
+
+
+def _equal_sizes(total: int, m: int) -> np.ndarray:
+    sizes = np.full(m, total // m, dtype=np.int64)
+    sizes[: total % m] += 1
+    return sizes
+
+
+def _round_rows(weights: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Largest-remainder rounding of each row of `weights` (rows sum to 1) times `totals`, so rows sum to totals."""
+    exact = weights * totals[:, None]
+    counts = np.floor(exact).astype(np.int64)
+    short = totals - counts.sum(axis=1)
+    # Rank 0 = largest remainder; zero weights rank last, so rounding never asks for a closed class.
+    remainder_order = np.where(weights > 0, counts - exact, np.inf)
+    rank = np.argsort(np.argsort(remainder_order, axis=1, kind="stable"), axis=1, kind="stable")
+    return counts + (rank < short[:, None])
+
+
+def _owners_from_counts(labels: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """owner[j] for every sample, given counts[i, c] samples of class c for client i, drawn without replacement."""
+    owner = np.full(labels.size, -1, dtype=np.int64)
+    for c in range(counts.shape[1]):
+        pool = rng.permutation(np.flatnonzero(labels == c))
+        takers = np.repeat(np.arange(counts.shape[0]), counts[:, c])
+        owner[pool[: takers.size]] = takers
+    return owner
+
+
+def _fill_quotas(
+    need: np.ndarray, supply: np.ndarray, nu: np.ndarray, rng: np.random.Generator, multinomial: bool
+) -> np.ndarray:
+    """counts[i, c] with rows summing to need and columns to at most supply (module docstring: exhaustion passes)."""
+    counts = np.zeros_like(nu, dtype=np.int64)
+    need, supply = need.copy(), supply.copy()
+    while need.sum() > 0:
+        open_classes = supply > 0
+        weights = nu * open_classes
+        mass = weights.sum(axis=1, keepdims=True)
+        # A client whose ν_i is (numerically) zero on every open class follows the remaining pool sizes.
+        weights = np.where(mass > 0, weights, supply * open_classes)
+        weights = weights / weights.sum(axis=1, keepdims=True)
+        if multinomial:
+            demand = rng.multinomial(need, weights)
+        else:
+            demand = _round_rows(weights, need)
+        granted = demand.copy()
+        for c in np.flatnonzero(demand.sum(axis=0) > supply):
+            granted[:, c] = rng.multivariate_hypergeometric(demand[:, c], supply[c])
+        counts += granted
+        need -= granted.sum(axis=1)
+        supply -= granted.sum(axis=0)
+    return counts
+
+
+def _client_dirichlet(labels, num_classes, m, alpha, allocation, rng):
+    nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=m)
+    supply = np.bincount(labels, minlength=num_classes)
+    if allocation == "class_proportional":
+        # Each class split by ν_{i,c}/Σ_j ν_{j,c} (FedAWE/FedAU code); a class nobody draws is split uniformly.
+        class_mass = nu.sum(axis=0)
+        share = np.where(class_mass > 0, nu / np.where(class_mass > 0, class_mass, 1.0), 1.0 / m)
+        counts = _round_rows(share.T, supply).T
+    else:
+        counts = _fill_quotas(_equal_sizes(labels.size, m), supply, nu, rng, multinomial=False)
+    return _owners_from_counts(labels, counts, rng), nu
+
+
+def _balanced_dirichlet(labels, num_classes, m, alpha, rng):
+    nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=m)
+    supply = np.bincount(labels, minlength=num_classes)
+    counts = _fill_quotas(_equal_sizes(labels.size, m), supply, nu, rng, multinomial=True)
+    return _owners_from_counts(labels, counts, rng), nu
+
+
+def _two_group(labels, num_classes, m, alpha, allocation, rng):
+    if num_classes < 2:
+        raise ValueError("partition scheme 'two_group' needs at least 2 classes")
+    first_clients, first_classes = m // 2, num_classes // 2
+    owner = np.full(labels.size, -1, dtype=np.int64)
+    nu = np.zeros((m, num_classes))
+    for clients, classes in (
+        (np.arange(first_clients), np.arange(first_classes)),
+        (np.arange(first_clients, m), np.arange(first_classes, num_classes)),
+    ):
+        members = np.flatnonzero((labels >= classes[0]) & (labels <= classes[-1]))
+        if members.size < clients.size:
+            raise ValueError(
+                f"partition spec key 'num_clients': a group of {clients.size} clients has {members.size} samples"
+            )
+        group_labels = labels[members] - classes[0]
+        group_owner, group_nu = _client_dirichlet(group_labels, classes.size, clients.size, alpha, allocation, rng)
+        owner[members] = clients[0] + group_owner
+        nu[np.ix_(clients, classes)] = group_nu
+    return owner, nu
+
+
+def _hetero_dirichlet(labels, num_classes, m, alpha, min_size, max_retries, rng):
+    """FedLab's hetero_dir: per class, Dir(α) shares over clients below N/m samples; retried until min_size.
+
+    Drawing the shares directly over the not-yet-full clients is the same law as FedLab's draw over all clients masked
+    and renormalised (a Dirichlet restricted to a subset and renormalised is Dirichlet), and never divides 0 by 0.
+    FedLab retries forever; at small α (0.01 with 100 clients) no attempt reaches min_size, so after `max_retries`
+    attempts the one with the largest smallest client is repaired: the missing samples are taken uniformly at random
+    from the clients' surplus above min_size and dealt, in label order, to the clients below it.
+    """
+    if labels.size < m * min_size:
+        raise ValueError(f"partition spec key 'min_size': {m} clients x {min_size} exceeds the {labels.size} samples")
+    cap = labels.size / m
+    class_members = [np.flatnonzero(labels == c) for c in range(num_classes)]
+    best = None
+    for _ in range(max_retries):
+        owner = np.full(labels.size, -1, dtype=np.int64)
+        sizes = np.zeros(m, dtype=np.int64)
+        for members in class_members:
+            open_clients = np.flatnonzero(sizes < cap)
+            shares = rng.dirichlet(np.full(open_clients.size, float(alpha)))
+            cuts = (np.cumsum(shares) * members.size).astype(np.int64)[:-1]
+            pool = rng.permutation(members)
+            takers = np.repeat(open_clients, np.diff(np.concatenate([[0], cuts, [members.size]])))
+            owner[pool] = takers
+            sizes += np.bincount(takers, minlength=m)
+        if best is None or sizes.min() > best[1].min():
+            best = (owner, sizes)
+        if sizes.min() >= min_size:
+            return owner
+    owner, sizes = best
+    deficit = np.maximum(min_size - sizes, 0)
+    surplus = np.maximum(sizes - min_size, 0)
+    taken_per_donor = rng.multivariate_hypergeometric(surplus, int(deficit.sum()))
+    # A random order of all samples; each donor gives its first taken_per_donor[donor] samples in that order.
+    shuffled = rng.permutation(labels.size)
+    by_owner = shuffled[np.argsort(owner[shuffled], kind="stable")]
+    rank_in_owner = np.arange(labels.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    moved = by_owner[rank_in_owner < taken_per_donor[owner[by_owner]]]
+    # Dealt in label order, so a repaired client gets one or two classes, as a Dirichlet draw at small α would.
+    moved = rng.permutation(moved)
+    owner[moved[np.argsort(labels[moved], kind="stable")]] = np.repeat(np.arange(m), deficit)
+    return owner
+
+
+def _natural_owner(labels: np.ndarray, groups: np.ndarray | None, num_clients: int | None) -> np.ndarray:
+    if groups is None:
+        raise ValueError("partition scheme 'natural' needs per-sample group ids (the dataset's train_groups)")
+    groups = np.asarray(groups, dtype=np.int64)
+    if groups.shape != labels.shape:
+        raise ValueError(f"groups has shape {groups.shape}, labels {labels.shape}")
+    group_ids, sample_group = np.unique(groups[groups >= 0], return_inverse=True)
+    if group_ids.size == 0:
+        raise ValueError("partition scheme 'natural': no sample has a group id >= 0")
+    counts = np.bincount(sample_group, minlength=group_ids.size)
+    if num_clients is not None and num_clients > group_ids.size:
+        raise ValueError(f"partition spec key 'num_clients': {num_clients} > the {group_ids.size} natural groups")
+    keep = group_ids.size if num_clients is None else num_clients
+    # The largest groups, then renumbered in group-id order so client order follows the dataset's group order.
+    kept = np.sort(np.argsort(-counts, kind="stable")[:keep])
+    client_of_group = np.full(group_ids.size, -1, dtype=np.int64)
+    client_of_group[kept] = np.arange(keep)
+    owner = np.full(labels.size, -1, dtype=np.int64)
+    owner[groups >= 0] = client_of_group[sample_group]
+    return owner
+
+
+# ---------------------------------------------------------------- files
+
+
+def save_partition(path: str | os.PathLike, part: Partition) -> None:
+    arrays = {
+        "offsets": part.offsets,
+        "indices": part.indices,
+        "label_hist": part.label_hist,
+        "params": np.array(json.dumps(part.params, sort_keys=True)),
+    }
+    if part.nu is not None:
+        arrays["nu"] = part.nu
+    write_npz(path, arrays)
+
+
+def load_partition(path: str | os.PathLike) -> Partition:
+    with np.load(path, allow_pickle=False) as data:
+        return Partition(
+            offsets=data["offsets"].astype(np.int64),
+            indices=data["indices"].astype(np.int64),
+            label_hist=data["label_hist"].astype(np.int64),
+            nu=data["nu"].astype(np.float64) if "nu" in data.files else None,
+            params=json.loads(str(data["params"])),
+        )
+
+
+# ---------------------------------------------------------------- statistics and figure
+
+
+def _entropy_nats(hist: np.ndarray) -> np.ndarray:
+    totals = hist.sum(axis=1, keepdims=True)
+    share = hist / np.where(totals > 0, totals, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.where(share > 0, share * np.log(share), 0.0).sum(axis=1)
+
+
+def partition_stats(part: Partition) -> pd.DataFrame:
+    """Per client: size, number of classes held, label entropy (nats), dominant class and its share."""
+    hist = part.label_hist
+    sizes = part.sizes
+    dominant = hist.argmax(axis=1)
+    stats = pd.DataFrame(
+        {
+            "client": np.arange(part.num_clients),
+            "size": sizes,
+            "num_classes": (hist > 0).sum(axis=1),
+            "label_entropy": _entropy_nats(hist),
+            "dominant_class": dominant,
+            "dominant_share": hist[np.arange(part.num_clients), dominant] / np.maximum(sizes, 1),
+        }
+    )
+    if part.nu is not None:
+        stats["nu_entropy"] = _entropy_nats(part.nu)
+    return stats
+
+
+def plot_partition(part: Partition, path: str | os.PathLike, max_clients: int = 100) -> None:
+    """Bubble chart like FedSWE Fig. 14: x = class, y = client, circle area = the class's share of the client."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = min(part.num_clients, max_clients)
+    hist = part.label_hist[:shown]
+    share = hist / np.maximum(hist.sum(axis=1, keepdims=True), 1)
+    client, klass = np.nonzero(share)
+    width = min(max(4.0, 0.35 * part.num_classes + 1.5), 30.0)
+    height = min(max(3.0, 0.16 * shown + 1.0), 18.0)
+    fig, ax = plt.subplots(figsize=(width, height))
+    # Marker area in points^2 with the biggest possible bubble (share 1) about one row tall.
+    row_points = 72 * (height - 1.0) / max(shown, 1)
+    ax.scatter(klass, client, s=share[client, klass] * (0.95 * row_points) ** 2, alpha=0.7, color="tab:blue", lw=0)
+    ax.set_xlim(-0.7, part.num_classes - 0.3)
+    ax.set_ylim(shown - 0.5, -0.5)
+    ax.set_xlabel("class")
+    ax.set_ylabel("client")
+    ax.set_yticks(np.arange(0, shown, max(1, shown // 20)))
+    ax.set_xticks(np.arange(0, part.num_classes, max(1, part.num_classes // 20)))
+    title = f"{part.params.get('scheme')} α={part.params.get('alpha', '-')}, {part.num_clients} clients"
+    ax.set_title(title if shown == part.num_clients else f"{title} (first {shown} shown)", fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    suffix = Path(path).suffix.lstrip(".") or "png"
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=suffix, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,233 @@
+"""Turn each dataset's raw files into the prepared dict of fedavail.data.prepared (the CLI then saves it).
+
+Images become uint8 NCHW tensors decoded once here, so training never decodes or transforms samples in Python.
+"""
+
+import gzip
+import io
+import pickle
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+import torch
+from PIL import Image
+
+from fedavail.data import bundled, download
+from fedavail.data import shakespeare as shk
+from fedavail.data.download import DatasetError
+from fedavail.data.prepared import channel_stats
+
+_IDX_UBYTE_IMAGES, _IDX_UBYTE_LABELS = 0x00000803, 0x00000801
+_CIFAR_FOLDER = "cifar-10-batches-py"
+_CIFAR_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
+_CINIC_SPLITS = ("train", "test")  # archive folders used; "valid" is not
+FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+                         "Ankle boot")
+SVHN_CLASSES = tuple(str(d) for d in range(10))
+
+
+def _provenance(paths: list[Path]) -> dict:
+    return {"files": {p.name: download.file_digests(p) for p in paths}}
+
+
+def _image_dataset(name: str, train: tuple, test: tuple, classes, meta: dict) -> dict:
+    (train_x, train_y), (test_x, test_y) = train, test
+    mean, std = channel_stats(train_x)
+    return {
+        "name": name,
+        "kind": "image",
+        "num_classes": len(classes),
+        "classes": list(classes),
+        "train_x": train_x,
+        "train_y": train_y,
+        "test_x": test_x,
+        "test_y": test_y,
+        "mean": mean,
+        "std": std,
+        "meta": meta,
+    }
+
+
+# --- Fashion-MNIST: idx-ubyte files, gzip-compressed -----------------------------------------------------------------
+
+
+def read_idx_gz(path: Path, magic: int) -> np.ndarray:
+    """An idx-ubyte array (big-endian header: magic, then one uint32 per dimension) from a .gz file."""
+    try:
+        with gzip.open(path, "rb") as f:
+            data = f.read()
+    except (OSError, EOFError) as error:
+        raise DatasetError(f"{path} is not a readable gzip file ({error}); remove it and download it again") from error
+    ndim = magic & 0xFF
+    header = np.frombuffer(data, dtype=">u4", count=1 + ndim) if len(data) >= 4 * (1 + ndim) else None
+    if header is None or int(header[0]) != magic:
+        found = "too short" if header is None else f"magic {int(header[0]):#010x}"
+        raise DatasetError(f"{path} is not an idx-ubyte file with magic {magic:#010x} ({found})")
+    shape = tuple(int(d) for d in header[1:])
+    body = np.frombuffer(data, dtype=np.uint8, offset=4 * (1 + ndim))
+    if body.size != int(np.prod(shape)):
+        raise DatasetError(f"{path}: header says shape {shape} but holds {body.size} values (truncated file?)")
+    return body.reshape(shape)
+
+
+def _fashion_mnist(raw_dir: Path) -> dict:
+    paths = download.locate("fashion_mnist", raw_dir)
+    by_name = {p.name: p for p in paths}
+
+    def split(prefix: str):
+        images = read_idx_gz(by_name[f"{prefix}-images-idx3-ubyte.gz"], _IDX_UBYTE_IMAGES)
+        labels = read_idx_gz(by_name[f"{prefix}-labels-idx1-ubyte.gz"], _IDX_UBYTE_LABELS)
+        if len(images) != len(labels):
+            raise DatasetError(f"Fashion-MNIST {prefix}: {len(images)} images but {len(labels)} labels")
+        return torch.from_numpy(images.copy()).unsqueeze(1), torch.from_numpy(labels.astype(np.int64))
+
+    return _image_dataset("fashion_mnist", split("train"), split("t10k"), FASHION_MNIST_CLASSES,
+                          {"source": "Fashion-MNIST idx-ubyte files", **_provenance(paths)})
+
+
+# --- CIFAR-10: python pickle batches inside the tar.gz ---------------------------------------------------------------
+
+
+def _cifar10(raw_dir: Path) -> dict:
+    (archive,) = download.locate("cifar10", raw_dir)
+    wanted = {f"{_CIFAR_FOLDER}/{b}" for b in (*_CIFAR_TRAIN_BATCHES, "test_batch", "batches.meta")}
+    batches = {}
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                if member.name in wanted:
+                    # The archive's own format is pickle; it is only read from a checksum-verified file.
+                    batches[member.name.split("/")[-1]] = pickle.load(tar.extractfile(member), encoding="bytes")
+    except (tarfile.TarError, OSError, EOFError, pickle.UnpicklingError) as error:
+        raise DatasetError(f"{archive} is not a readable CIFAR-10 archive ({error})") from error
+    missing = sorted(b for b in (name.split("/")[-1] for name in wanted) if b not in batches)
+    if missing:
+        raise DatasetError(f"{archive} lacks {', '.join(f'{_CIFAR_FOLDER}/{m}' for m in missing)}")
+
+    def split(names):
+        images = np.concatenate([np.asarray(batches[n][b"data"], dtype=np.uint8) for n in names])
+        labels = np.concatenate([np.asarray(batches[n][b"labels"], dtype=np.int64) for n in names])
+        return torch.from_numpy(images.reshape(-1, 3, 32, 32)), torch.from_numpy(labels)
+
+    classes = [c.decode() for c in batches["batches.meta"][b"label_names"]]
+    return _image_dataset("cifar10", split(_CIFAR_TRAIN_BATCHES), split(("test_batch",)), classes,
+                          {"source": "CIFAR-10 python version", **_provenance([archive])})
+
+
+# --- SVHN: MATLAB files, X [32, 32, 3, N], y [N, 1] with the digit 0 labelled 10 -------------------------------------
+
+
+def _svhn_split(path: Path):
+    try:
+        mat = scipy.io.loadmat(path)
+    except (ValueError, OSError, TypeError) as error:
+        raise DatasetError(f"{path} is not a readable SVHN .mat file ({error})") from error
+    if "X" not in mat or "y" not in mat or mat["X"].shape[:3] != (32, 32, 3):
+        raise DatasetError(f"{path} lacks X [32, 32, 3, N] and y [N, 1]")
+    images = np.ascontiguousarray(mat["X"].astype(np.uint8).transpose(3, 2, 0, 1))
+    labels = mat["y"].reshape(-1).astype(np.int64) % 10  # SVHN writes the digit 0 as class 10
+    return torch.from_numpy(images), torch.from_numpy(labels)
+
+
+def _svhn(raw_dir: Path) -> dict:
+    train_path, test_path = download.locate("svhn", raw_dir)
+    return _image_dataset("svhn", _svhn_split(train_path), _svhn_split(test_path), SVHN_CLASSES,
+                          {"source": "SVHN cropped digits (format 2)", **_provenance([train_path, test_path])})
+
+
+# --- CINIC-10: ImageFolder tree of 32x32 PNGs (train/valid/test/<class>/<file>.png) in a tar.gz ----------------------
+
+
+def _cinic10(raw_dir: Path) -> dict:
+    (archive,) = download.locate("cinic10", raw_dir)
+    found = {split: [] for split in _CINIC_SPLITS}  # folder -> [(class, filename, image)]
+    try:
+        # Stream the members in archive order: random access into a gzip stream would decompress it again each time.
+        with tarfile.open(archive, "r|gz") as tar:
+            for member in tar:
+                parts = [p for p in Path(member.name).parts if p not in (".", "")]
+                if not member.isfile() or not member.name.endswith(".png") or len(parts) < 3:
+                    continue
+                split, label, filename = parts[-3:]
+                if split in found:
+                    with Image.open(io.BytesIO(tar.extractfile(member).read())) as image:
+                        pixels = np.asarray(image.convert("RGB"))  # a few CINIC-10 images are greyscale
+                    if pixels.shape != (32, 32, 3):
+                        raise DatasetError(f"{archive}: {member.name} is {pixels.shape[1::-1]}, expected 32x32")
+                    found[split].append((label, filename, pixels))
+    except (tarfile.TarError, OSError, EOFError) as error:
+        raise DatasetError(f"{archive} is not a readable CINIC-10 archive ({error})") from error
+    classes = sorted({label for samples in found.values() for label, _, _ in samples})
+    for split, samples in found.items():
+        split_classes = sorted({label for label, _, _ in samples})
+        if split_classes != classes:
+            raise DatasetError(f"{archive}: {split}/ has classes {split_classes}, expected {classes}")
+    class_index = {c: i for i, c in enumerate(classes)}
+
+    def split(folder: str):
+        # ImageFolder order: classes sorted by folder name, files sorted by name within a class.
+        samples = sorted(found[folder], key=lambda s: (class_index[s[0]], s[1]))
+        images = np.stack([pixels for _, _, pixels in samples]).transpose(0, 3, 1, 2)
+        labels = np.array([class_index[label] for label, _, _ in samples], dtype=np.int64)
+        return torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels)
+
+    return _image_dataset("cinic10", split("train"), split("test"), classes,
+                          {"source": "CINIC-10 (train split for training, test split for testing)",
+                           **_provenance([archive])})
+
+
+# --- Shakespeare (LEAF): the 1994 Gutenberg complete works in a zip --------------------------------------------------
+
+
+def _shakespeare_leaf(raw_dir: Path, options: dict) -> dict:
+    (archive,) = download.locate("shakespeare_leaf", raw_dir)
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            texts = [n for n in zf.namelist() if n.lower().endswith(".txt")]
+            if len(texts) != 1:
+                raise DatasetError(f"{archive} should hold one .txt file (100.txt), found {texts}")
+            text = zf.read(texts[0]).decode("utf-8", errors="replace")
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        message = f"{archive} is not a readable zip file ({error}); remove it and download it again"
+        raise DatasetError(message) from error
+    roles = shk.parse_complete_works(text)
+    meta = {"source": f"Project Gutenberg complete works ({archive.name}: {texts[0]}), LEAF construction",
+            **_provenance([archive])}
+    return shk.build_text_dataset("shakespeare_leaf", roles, options, meta)
+
+
+# Every raw preparer takes (raw_dir, options); only the text dataset has options.
+_RAW_PREPARERS = {
+    "fashion_mnist": lambda raw_dir, options: _fashion_mnist(raw_dir),
+    "cifar10": lambda raw_dir, options: _cifar10(raw_dir),
+    "svhn": lambda raw_dir, options: _svhn(raw_dir),
+    "cinic10": lambda raw_dir, options: _cinic10(raw_dir),
+    "shakespeare_leaf": _shakespeare_leaf,
+}
+_BUNDLED_PREPARERS = {
+    "mnist5k": lambda options: bundled.mnist5k(),
+    "digits": lambda options: bundled.digits(),
+    "shakespeare": bundled.shakespeare,
+}
+RAW_DATASETS = tuple(_RAW_PREPARERS)
+BUNDLED_DATASETS = tuple(_BUNDLED_PREPARERS)
+
+
+def prepare(name: str, raw_dir: Path | None, options: dict) -> dict:
+    """The prepared dict of dataset `name` (save it with fedavail.data.prepared.save_prepared).
+
+    Raw datasets read their files from raw_dir, which the download step filled and verified; bundled datasets ignore
+    raw_dir. options (Shakespeare datasets only): seq_length, min_samples, num_clients, train_fraction; see
+    fedavail.data.shakespeare.build_text_dataset.
+    """
+    options = dict(options or {})
+    if name in _BUNDLED_PREPARERS:
+        return _BUNDLED_PREPARERS[name](options)
+    if name not in _RAW_PREPARERS:
+        raise DatasetError(f"unknown dataset {name!r}; known: {sorted(RAW_DATASETS + BUNDLED_DATASETS)}")
+    if raw_dir is None:
+        raise DatasetError(f"dataset {name!r} needs raw_dir, the folder holding its downloaded files")
+    return _RAW_PREPARERS[name](Path(raw_dir), options)

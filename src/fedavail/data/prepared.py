@@ -1,0 +1,72 @@
+"""The one on-disk format every dataset is prepared into, and its loader.
+
+A prepared dataset is a torch file holding a dict:
+  name, kind ("image" | "text"), num_classes,
+  train_x / test_x: uint8 [N, C, H, W] images, or int64 [N, L] token ids,
+  train_y / test_y: int64 [N] labels (next-token ids for text),
+  mean / std: float32 [C] per-channel normalisation of the train images in [0, 1] (images only),
+  train_groups: int64 [N] natural client id per train sample (optional; Shakespeare roles), group_names: list[str],
+  vocab: str (text only: the characters that token ids index),
+  meta: dict of provenance (source, checksums, package version).
+Training reads only this: it never decodes images or runs per-sample Python transforms.
+"""
+
+from pathlib import Path
+
+import torch
+
+from fedavail import __version__
+from fedavail.io import atomic_path
+
+REQUIRED_KEYS = ("name", "kind", "num_classes", "train_x", "train_y", "test_x", "test_y", "meta")
+
+
+class PreparedDataError(ValueError):
+    pass
+
+
+def validate(data: dict) -> dict:
+    missing = [k for k in REQUIRED_KEYS if k not in data]
+    if missing:
+        raise PreparedDataError(f"prepared dataset {data.get('name', '?')!r} lacks keys {missing}")
+    for split in ("train", "test"):
+        x, y = data[f"{split}_x"], data[f"{split}_y"]
+        if len(x) != len(y):
+            raise PreparedDataError(f"{split}_x has {len(x)} samples but {split}_y has {len(y)}")
+        if y.dtype != torch.int64:
+            raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
+        if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
+            raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
+    if data["kind"] == "image":
+        if data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4:
+            raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
+        for key in ("mean", "std"):
+            if key not in data:
+                raise PreparedDataError(f"image dataset lacks {key}")
+    elif data["kind"] == "text":
+        if data["train_x"].dtype != torch.int64 or data["train_x"].dim() != 2:
+            raise PreparedDataError("text train_x must be int64 [N, L]")
+    else:
+        raise PreparedDataError(f"unknown dataset kind {data['kind']!r}")
+    return data
+
+
+def channel_stats(images_uint8: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-channel mean and std of uint8 NCHW images scaled to [0, 1]."""
+    x = images_uint8.to(torch.float64) / 255.0
+    return x.mean(dim=(0, 2, 3)).float(), x.std(dim=(0, 2, 3)).float()
+
+
+def save_prepared(path: str | Path, data: dict) -> None:
+    data = dict(data)
+    data["meta"] = {**data.get("meta", {}), "fedavail_version": __version__}
+    validate(data)
+    with atomic_path(path) as tmp:
+        torch.save(data, tmp)
+
+
+def load_prepared(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"prepared dataset {path} does not exist; run the prepare stage first")
+    return validate(torch.load(path, weights_only=False))

@@ -1,0 +1,311 @@
+"""Shakespeare next-character data built the LEAF way.
+
+Clients are (play, speaking role) pairs. Each speech line of a role is left-padded with SEQ_LENGTH spaces and every
+character of the line (its closing newline included) becomes one sample: x = the SEQ_LENGTH characters before it,
+y = the character. Windows therefore never span two lines, exactly as LEAF's `txt_to_data`.
+
+Two text formats are parsed into the same {client id: speech lines} mapping:
+  - the 1994 Gutenberg complete works LEAF downloads (`parse_complete_works`): "  NAME. speech" on a line indented by
+    two spaces, continuation lines indented by four, plays introduced by "by William Shakespeare";
+  - the per-play Gutenberg texts shipped by the `shakespeare` package (`parse_play`): the speaker's name or
+    abbreviation ("Hor.", "KING.", "THESEUS") alone on a line, the speech on the following lines, blank-line separated.
+
+Which roles become clients (`select_roles`, LEAF's filters in LEAF's order):
+  1. roles with at most 2 speech lines are dropped (LEAF needs one line for train and one for test);
+  2. roles with fewer than `min_samples` samples are dropped (LEAF's -k; default MIN_SAMPLES = 64, the value of LEAF's
+     documented `keep_64` files);
+  3. each role is split by position: the first int(train_fraction * n) samples train, the samples from
+     num_train + SEQ_LENGTH - 1 on test (LEAF's gap, so no test window overlaps a train target); roles left without a
+     test sample are dropped, which in practice removes roles shorter than ~5 * SEQ_LENGTH characters;
+  4. with `num_clients` set, the `num_clients` roles with the most samples are kept (ties by client id). FAST uses 139.
+     LEAF instead samples users at random until a data fraction is reached; keeping the largest roles is deterministic
+     and keeps the clients that carry most of the text.
+"""
+
+import re
+
+import numpy as np
+import torch
+
+# LEAF's 80-character alphabet (models/shakespeare/language_utils.py); any other character maps to UNKNOWN_CHAR.
+ALL_LETTERS = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
+UNKNOWN_CHAR = "\ufffd"
+VOCAB = ALL_LETTERS + UNKNOWN_CHAR
+UNKNOWN_ID = len(ALL_LETTERS)
+SPACE_ID = ALL_LETTERS.index(" ")
+
+SEQ_LENGTH = 80
+MIN_SAMPLES = 64
+TRAIN_FRACTION = 0.8
+MIN_LINES = 3
+
+# The non-dramatic works have no speaking roles; they are recognised by a word of their title.
+POEM_TITLE_WORDS = ("SONNETS", "COMPLAINT", "PILGRIM", "PHOENIX", "LUCRECE", "VENUS")
+
+_ASCII_TO_ID = np.full(128, UNKNOWN_ID, dtype=np.int64)
+for _i, _c in enumerate(ALL_LETTERS):
+    _ASCII_TO_ID[ord(_c)] = _i
+
+
+class TextFormatError(ValueError):
+    pass
+
+
+def is_poem(title: str) -> bool:
+    return any(word in title.upper() for word in POEM_TITLE_WORDS)
+
+
+def client_id(play: str, role: str) -> str:
+    """LEAF's user name: play and role joined, every run of non-word characters replaced by '_'."""
+    return re.sub(r"\W+", "_", f"{play}_{role}".replace(" ", "_"))
+
+
+def normalize_line(text: str) -> str:
+    # LEAF collapses runs of two or more spaces (indentation, alignment) into one before windowing.
+    return re.sub(r"  +", " ", text)
+
+
+# --- the 1994 Gutenberg complete works (LEAF's raw_data.txt) ---------------------------------------------------------
+
+_LEAF_CHARACTER = re.compile(r"^  ([a-zA-Z][a-zA-Z ]*)\. (.*)")
+_LEAF_CONTINUATION = re.compile(r"^    (.*)")
+# The Comedy of Errors is not indented in that file.
+_COE_CHARACTER = re.compile(r"^([a-zA-Z][a-zA-Z ]*)\. (.*)")
+_COE_CONTINUATION = re.compile(r"^(.*)")
+
+
+def _title_above(lines: list[str], i: int) -> str:
+    for back in range(2, 8):
+        if i - back >= 0 and lines[i - back].strip():
+            return lines[i - back].strip()
+    raise TextFormatError(f"line {i + 1}: no play title within 7 lines above 'by William Shakespeare'")
+
+
+def parse_complete_works(text: str) -> dict[str, list[str]]:
+    """{client id: speech lines} from the complete works, following LEAF's preprocess_shakespeare.py.
+
+    LEAF skips the sonnets by starting at the second work and stops at a fixed line number of its copy of the file;
+    here every non-dramatic work is skipped by its title instead, and works with at most one role are dropped as LEAF
+    drops its "degenerate plays".
+    """
+    lines = text.splitlines()
+    plays: list[tuple[str, dict[str, list[str]]]] = []
+    roles: dict[str, list[str]] | None = None
+    current = None
+    comedy_of_errors = False
+    for i, line in enumerate(lines):
+        if "by William Shakespeare" in line:
+            title = _title_above(lines, i)
+            roles, current = ({} if not is_poem(title) else None), None
+            comedy_of_errors = title == "THE COMEDY OF ERRORS"
+            if roles is not None:
+                plays.append((title, roles))
+            continue
+        if roles is None:
+            continue
+        match = (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line)
+        if match:
+            # Names appear in several casings (SIR TOBY, Sir Toby): LEAF upper-cases them.
+            name = match.group(1).upper()
+            if comedy_of_errors and name.startswith("ACT "):
+                current = None
+            else:
+                roles.setdefault(name, []).append(match.group(2))
+                current = name
+            continue
+        if current is not None:
+            match = (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line)
+            if match:
+                if comedy_of_errors and match.group(1).startswith("<"):
+                    current = None  # the file's copyright notices interrupt that play
+                else:
+                    roles[current].append(match.group(1))
+    return {
+        client_id(title, name): speech
+        for title, play_roles in plays
+        if len(play_roles) > 1
+        for name, speech in play_roles.items()
+    }
+
+
+# --- the per-play texts of the `shakespeare` package ------------------------------------------------------------------
+
+# The play body starts at the first act or scene heading (the "SCENE: Verona" setting line counts); before it, the
+# list of persons would otherwise read as speakers.
+_HEADING = re.compile(r"^\s*(ACT|Act|SCENE|Scene)\b")
+_SPEAKER_TEXT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.' &\-]*")
+_NAME_JOINERS = {"and", "of", "the", "&", "de", "la", "le"}
+_MAX_SPEAKER_WORDS = 5
+
+
+def speaker_name(line: str) -> str | None:
+    """The role a speaker line introduces ("Hor.", "KING. ", "1 Clown.", "Oph. [Sings.]"), upper-cased, or None."""
+    head = re.split(r"[\[{]", line, maxsplit=1)[0].rstrip()  # a stage direction may follow the name
+    if not head or head[0].isspace() or len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head):
+        return None
+    if not (head.endswith(".") or head.isupper()):
+        return None
+    words = head.split()
+    if len(words) > _MAX_SPEAKER_WORDS or _HEADING.match(head):
+        return None
+    # Speech that happens to end in a period ("Good night.") has lower-case words; names do not.
+    if not all(w[0].isupper() or w[0].isdigit() or w in _NAME_JOINERS for w in words):
+        return None
+    return head.rstrip(".").upper()
+
+
+def _blocks(lines: list[str]) -> list[list[str]]:
+    blocks, block = [], []
+    for line in lines:
+        if line.strip():
+            block.append(line)
+        elif block:
+            blocks.append(block)
+            block = []
+    if block:
+        blocks.append(block)
+    return blocks
+
+
+def parse_play(text: str) -> tuple[str, dict[str, list[str]]]:
+    """(title, {client id: speech lines}) of one play in the `shakespeare` package's format; poems yield no roles."""
+    lines = text.splitlines()
+    title = next((line.strip() for line in lines if line.strip()), "")
+    start = next((i for i, line in enumerate(lines) if _HEADING.match(line)), None)
+    if not title or is_poem(title) or start is None:
+        return title, {}
+    roles: dict[str, list[str]] = {}
+    current = None
+    for block in _blocks(lines[start:]):
+        if _HEADING.match(block[0]):
+            current = None
+            continue
+        name = speaker_name(block[0]) if len(block) > 1 else None
+        if name is not None:
+            current, block = name, block[1:]
+            roles.setdefault(current, [])
+        if current is None:
+            continue
+        in_direction = False
+        for line in block:
+            stripped = line.strip()
+            # Whole-line stage directions ("[Exit.]", possibly over several lines) are not speech.
+            if stripped.startswith("[") or in_direction:
+                in_direction = "]" not in stripped
+                continue
+            roles[current].append(stripped)
+    return title, {client_id(title, name): speech for name, speech in roles.items() if speech}
+
+
+# --- samples, split, selection ----------------------------------------------------------------------------------------
+
+
+def encode(text: str) -> np.ndarray:
+    """int64 ids of the characters of `text` in VOCAB; characters outside ALL_LETTERS get UNKNOWN_ID."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    return np.where(codes < 128, _ASCII_TO_ID[np.minimum(codes, 127)], UNKNOWN_ID)
+
+
+def decode(ids) -> str:
+    return "".join(VOCAB[int(i)] for i in ids)
+
+
+def _samples_per_line(lines: list[str]) -> list[int]:
+    # Each line yields one sample per character plus one for its closing newline.
+    return [len(normalize_line(line)) + 1 for line in lines]
+
+
+def role_samples(lines: list[str], seq_length: int = SEQ_LENGTH) -> tuple[np.ndarray, np.ndarray]:
+    """x int64 [n, seq_length], y int64 [n] for one role: every character of each space-padded line is a target."""
+    texts = [normalize_line(line) + "\n" for line in lines]
+    ids = encode("".join(texts))
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    # Lay the lines out as [pad, line 0, pad, line 1, ...] and take the window before each character.
+    line_starts = seq_length * np.arange(1, len(texts) + 1) + np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    positions = np.repeat(line_starts, lengths) + _offsets_within(lengths)
+    stream = np.full(int(lengths.sum()) + seq_length * len(texts), SPACE_ID, dtype=np.int64)
+    stream[positions] = ids
+    windows = np.lib.stride_tricks.sliding_window_view(stream, seq_length)
+    return np.ascontiguousarray(windows[positions - seq_length]), ids
+
+
+def _offsets_within(lengths: np.ndarray) -> np.ndarray:
+    """[0..l0-1, 0..l1-1, ...] for segment lengths l0, l1, ..."""
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    return np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
+
+
+def split_point(n: int, train_fraction: float, seq_length: int) -> tuple[int, int]:
+    """(number of train samples, first test index) of a role with n samples, LEAF's split by position."""
+    num_train = 1 if n == 2 else max(1, int(train_fraction * n))
+    return num_train, num_train + seq_length - 1
+
+
+def select_roles(
+    roles: dict[str, list[str]],
+    min_samples: int = MIN_SAMPLES,
+    num_clients: int | None = None,
+    train_fraction: float = TRAIN_FRACTION,
+    seq_length: int = SEQ_LENGTH,
+) -> list[str]:
+    """Client ids kept by LEAF's filters and the `num_clients` cut (module docstring), sorted by id."""
+    sizes = {}
+    for cid, lines in roles.items():
+        n = sum(_samples_per_line(lines))
+        if len(lines) < MIN_LINES or n < min_samples:
+            continue
+        num_train, test_start = split_point(n, train_fraction, seq_length)
+        if num_train >= 1 and test_start < n:
+            sizes[cid] = n
+    if num_clients is not None:
+        if num_clients > len(sizes):
+            raise ValueError(
+                f"num_clients={num_clients} but only {len(sizes)} roles have at least {min_samples} samples and a "
+                f"non-empty test split; lower num_clients or min_samples"
+            )
+        sizes = dict(sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:num_clients])
+    return sorted(sizes)
+
+
+def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, meta: dict) -> dict:
+    """The prepared dict (fedavail.data.prepared) of next-character samples for the selected roles.
+
+    options: seq_length (80), min_samples (64), num_clients (None: every role passing the filters),
+    train_fraction (0.8).
+    """
+    seq_length = int(options.get("seq_length", SEQ_LENGTH))
+    min_samples = int(options.get("min_samples", MIN_SAMPLES))
+    num_clients = options.get("num_clients")
+    train_fraction = float(options.get("train_fraction", TRAIN_FRACTION))
+    kept = select_roles(roles, min_samples, None if num_clients is None else int(num_clients), train_fraction,
+                        seq_length)
+    if not kept:
+        raise ValueError(
+            f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a non-empty test split"
+        )
+    parts = {"train_x": [], "train_y": [], "train_groups": [], "test_x": [], "test_y": [], "test_groups": []}
+    for group, cid in enumerate(kept):
+        x, y = role_samples(roles[cid], seq_length)
+        num_train, test_start = split_point(len(y), train_fraction, seq_length)
+        for split, rows in (("train", slice(0, num_train)), ("test", slice(test_start, None))):
+            parts[f"{split}_x"].append(x[rows])
+            parts[f"{split}_y"].append(y[rows])
+            parts[f"{split}_groups"].append(np.full(len(y[rows]), group, dtype=np.int64))
+    tensors = {key: torch.from_numpy(np.concatenate(values)) for key, values in parts.items()}
+    return {
+        "name": name,
+        "kind": "text",
+        "num_classes": len(VOCAB),
+        "vocab": VOCAB,
+        **tensors,
+        "group_names": kept,
+        "meta": {
+            **meta,
+            "seq_length": seq_length,
+            "min_samples": min_samples,
+            "num_clients": len(kept),
+            "train_fraction": train_fraction,
+            "roles_parsed": len(roles),
+            "client_selection": "largest roles by sample count" if num_clients is not None else "all",
+        },
+    }

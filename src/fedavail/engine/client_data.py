@@ -1,0 +1,73 @@
+"""Training data on the device and keyed minibatch streams for clients.
+
+A client's minibatches for a round come from a generator keyed by (seed, round, client), so they do not depend on who
+else participates, on batching, or on whether the run was resumed."""
+
+from dataclasses import dataclass
+
+import torch
+
+from fedavail.data.augment import random_crop_flip
+from fedavail.rng import torch_generator
+
+
+@dataclass
+class Augmentation:
+    crop_padding: int = 0
+    horizontal_flip: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.crop_padding > 0 or self.horizontal_flip
+
+
+class ClientData:
+    """The train set on the device, the partition as CSR index lists, and the input transform."""
+
+    def __init__(self, dataset: dict, offsets, indices, device: torch.device, augmentation: Augmentation,
+                 dtype: torch.dtype = torch.float32):
+        self.kind = dataset["kind"]
+        self.device = device
+        self.dtype = dtype
+        self.x = dataset["train_x"].to(device)
+        self.y = dataset["train_y"].to(device)
+        self.offsets = torch.as_tensor(offsets, dtype=torch.int64)
+        self.indices = torch.as_tensor(indices, dtype=torch.int64).to(device)
+        self.augmentation = augmentation
+        if self.kind == "image":
+            self.mean = dataset["mean"].to(device, dtype).view(1, -1, 1, 1)
+            self.std = dataset["std"].to(device, dtype).view(1, -1, 1, 1)
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.offsets) - 1
+
+    def client_sizes(self) -> torch.Tensor:
+        return self.offsets[1:] - self.offsets[:-1]
+
+    def inputs(self, raw: torch.Tensor) -> torch.Tensor:
+        """uint8 images -> normalised float; token ids pass through."""
+        if self.kind != "image":
+            return raw
+        return (raw.to(self.dtype).div_(255.0) - self.mean) / self.std
+
+    def client_stream(self, seed: int, round_index: int, client: int, steps: int, batch_size: int):
+        """The client's `steps` minibatches of exactly `batch_size` samples for this round.
+
+        Samples are drawn as consecutive reshuffles of the client's data (epochs without replacement), so a client
+        holding fewer samples than a batch still yields full batches."""
+        generator = torch_generator(seed, "minibatch", round_index, client, device=self.device)
+        start, stop = int(self.offsets[client]), int(self.offsets[client + 1])
+        size = stop - start
+        if size == 0:
+            raise ValueError(f"client {client} holds no training samples")
+        needed = steps * batch_size
+        reshuffles = -(-needed // size)
+        order = torch.cat([torch.randperm(size, generator=generator, device=self.device) for _ in range(reshuffles)])
+        positions = self.indices[start + order[:needed]].view(steps, batch_size)
+        for step in range(steps):
+            batch = positions[step]
+            x = self.inputs(self.x[batch])
+            if self.kind == "image" and self.augmentation.active:
+                x = random_crop_flip(x, generator, self.augmentation.crop_padding, self.augmentation.horizontal_flip)
+            yield x, self.y[batch]

@@ -1,0 +1,28 @@
+"""Seeded generators keyed by purpose: every random draw in fedavail comes from here, never from a global RNG."""
+
+import hashlib
+
+import numpy as np
+import torch
+
+
+def _purpose_key(purpose: str) -> int:
+    # A stable integer for a purpose string (Python's hash() is salted per process).
+    return int.from_bytes(hashlib.sha256(purpose.encode()).digest()[:4], "little")
+
+
+def seed_sequence(seed: int, purpose: str, *keys: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence([int(seed), _purpose_key(purpose), *(int(k) for k in keys)])
+
+
+def numpy_generator(seed: int, purpose: str, *keys: int) -> np.random.Generator:
+    """A numpy Generator for (seed, purpose, keys...), e.g. ("partition",) or ("trace",)."""
+    return np.random.default_rng(seed_sequence(seed, purpose, *keys))
+
+
+def torch_generator(seed: int, purpose: str, *keys: int, device: str | torch.device = "cpu") -> torch.Generator:
+    """A torch Generator for (seed, purpose, keys...), e.g. ("minibatch", round, client)."""
+    state = seed_sequence(seed, purpose, *keys).generate_state(2, dtype=np.uint32)
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(state[0]) << 32 | int(state[1]))
+    return generator

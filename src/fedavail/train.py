@@ -1,0 +1,281 @@
+"""One training run: load the prepared data, partition and trace; build model and algorithm; loop rounds; evaluate;
+checkpoint; write per-round metrics (parquet) and a summary with provenance (JSON)."""
+
+import hashlib
+import json
+import logging
+import math
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from fedavail import __version__
+from fedavail.algorithms import build_algorithm
+from fedavail.algorithms.base import RoundContext, state_bytes
+from fedavail.availability.traces import load_trace
+from fedavail.data.partition import load_partition
+from fedavail.data.prepared import load_prepared
+from fedavail.engine.client_data import Augmentation, ClientData
+from fedavail.engine.evaluate import evaluate
+from fedavail.engine.local import LocalSpec, train_clients, vmap_supported
+from fedavail.engine.params import FlatModel
+from fedavail.io import atomic_path, write_json
+from fedavail.models import build_model
+from fedavail.rng import numpy_generator, torch_generator
+
+log = logging.getLogger("fedavail.train")
+
+TRAINING_SOURCES = ("train.py", "engine", "algorithms", "models", "data/augment.py", "rng.py")
+
+
+def training_code_hash() -> str:
+    """A hash of the source files that determine a run's numbers (checkpoints from other code are not resumed)."""
+    root = Path(__file__).parent
+    digest = hashlib.sha256()
+    for entry in TRAINING_SOURCES:
+        for path in sorted((root / entry).rglob("*.py")) if (root / entry).is_dir() else [root / entry]:
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def local_lr(schedule: str, lr0: float, round_index: int) -> float:
+    if schedule == "constant":
+        return lr0
+    if schedule == "sqrt_decay":  # FedSWE §7.2: η_l = η0 / sqrt(t/10 + 1)
+        return lr0 / math.sqrt(round_index / 10 + 1)
+    raise ValueError(f"unknown lr_schedule {schedule!r}")
+
+
+def evaluation_due(round_index: int, rounds: int, eval_every: int, last_n: int) -> bool:
+    return round_index % eval_every == 0 or round_index >= rounds - last_n
+
+
+def pick_device(requested: str) -> torch.device:
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(requested)
+
+
+class StopRequested:
+    """Turns SIGTERM/SIGINT (e.g. SLURM preemption) into a checkpoint at the end of the current round."""
+
+    def __init__(self):
+        self.signal = None
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum, frame):
+        self.signal = signum
+
+
+@dataclass
+class RunPaths:
+    out_dir: Path
+
+    @property
+    def metrics(self) -> Path:
+        return self.out_dir / "metrics.parquet"
+
+    @property
+    def summary(self) -> Path:
+        return self.out_dir / "summary.json"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.out_dir / "checkpoint.pt"
+
+
+def git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+@dataclass
+class Execution:
+    """Where and how a run executes: none of it changes what the run computes (beyond float reassociation)."""
+
+    threads: int = 1
+    device: str = "auto"
+    batched: str | bool = "auto"
+    checkpoint_every: int = 50
+    log_every: int = 10
+
+
+def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Path, spec: dict,
+        execution: Execution = Execution(), stop_after_round: int | None = None) -> dict:
+    """Run (or resume) one training run described by `spec` = {seed, training: {...}, algorithm: {...}}.
+
+    `stop_after_round` ends the run early as if preempted (tests use it to check resume)."""
+    started = time.perf_counter()
+    paths = RunPaths(Path(out_dir))
+    seed = int(spec["seed"])
+    training = spec["training"]
+    algorithm_spec = dict(spec["algorithm"])
+    algorithm_name = algorithm_spec.pop("algorithm")
+    lr0 = float(algorithm_spec.pop("lr"))
+    algorithm = build_algorithm(algorithm_name, algorithm_spec)
+
+    torch.set_num_threads(execution.threads)
+    device = pick_device(execution.device)
+    dataset = load_prepared(prepared_path)
+    partition = load_partition(partition_path)
+    trace = load_trace(trace_path)
+    rounds = int(training["rounds"])
+    if trace.available.shape[0] < rounds:
+        raise ValueError(f"trace {trace_path} has {trace.available.shape[0]} rounds, the run needs {rounds}")
+    if trace.available.shape[1] != partition.num_clients:
+        raise ValueError(f"trace {trace_path} has {trace.available.shape[1]} clients, "
+                         f"partition {partition_path} has {partition.num_clients}")
+
+    module = build_model(training["model"], dataset, seed)
+    model = FlatModel(module).to(device)
+    augmentation = Augmentation(**training.get("augmentation", {}))
+    data = ClientData(dataset, partition.offsets, partition.indices, device, augmentation)
+    test_x, test_y = dataset["test_x"].to(device), dataset["test_y"].to(device)
+    train_eval = _train_eval_subset(dataset, int(training.get("train_eval_samples", 2000)), seed)
+    train_eval_x, train_eval_y = dataset["train_x"][train_eval].to(device), dataset["train_y"][train_eval].to(device)
+
+    batched = (device.type == "cuda") if execution.batched == "auto" else bool(execution.batched)
+    if batched and not vmap_supported(model):
+        log.info("model %s cannot be batched with vmap (LSTM); using the per-client loop", training["model"])
+        batched = False
+    local = LocalSpec(int(training["local_steps"]), int(training["batch_size"]), lr0, training.get("grad_clip"))
+
+    fingerprint = hashlib.sha256(json.dumps([spec, training_code_hash()], sort_keys=True).encode()).hexdigest()
+    state, rows, first_round, elapsed_before = _resume(paths, fingerprint, device)
+    if state is None:
+        state = algorithm.init_state(model.flatten().to(device), partition.num_clients)
+    eval_every, last_n = int(training["eval_every"]), int(training["last_n"])
+    checkpoint_every, log_every = execution.checkpoint_every, execution.log_every
+    stop = StopRequested()
+    diverged_at = None
+    progress = _progress(first_round, rounds)
+
+    for t in range(first_round, rounds):
+        round_started = time.perf_counter()
+        ctx = RoundContext(
+            round=t,
+            available=torch.from_numpy(trace.available[t]).to(device),
+            prob=None if trace.prob is None else torch.from_numpy(trace.prob[t]).to(device),
+            snapshot=None if trace.snapshot is None else torch.from_numpy(trace.snapshot[t]).to(device),
+            lr=local_lr(training["lr_schedule"], lr0, t),
+            local_steps=local.steps,
+            generator=torch_generator(seed, "algorithm", t),
+        )
+        clients = algorithm.select(state, ctx)
+        starts = algorithm.start_points(state, clients, ctx)
+        correction = algorithm.correction(state, clients, ctx)
+        round_spec = LocalSpec(local.steps, local.batch_size, ctx.lr, local.grad_clip)
+        result = train_clients(model, data, clients.cpu(), starts, round_spec, correction, seed, t, batched)
+        state = algorithm.aggregate(state, clients, result, ctx)
+
+        row = {"round": t, "participants": len(clients), "lr": ctx.lr,
+               "local_loss": result.loss.mean().item() if len(clients) else math.nan,
+               "local_acc": result.accuracy.mean().item() if len(clients) else math.nan}
+        row.update(algorithm.round_metrics(state))
+        models = algorithm.eval_models(state)
+        if not all(torch.isfinite(v).all() for v in models.values()):
+            diverged_at = t
+            log.warning("model diverged (NaN/inf) at round %d; stopping the run", t)
+            rows.append(row)
+            break
+        if evaluation_due(t, rounds, eval_every, last_n):
+            for name, weights in models.items():
+                suffix = "" if name == "global" else f"_{name}"
+                row[f"test_loss{suffix}"], row[f"test_acc{suffix}"] = evaluate(
+                    model, weights, test_x, test_y, data.inputs)
+            row["train_loss"], row["train_acc"] = evaluate(model, models["global"], train_eval_x, train_eval_y,
+                                                           data.inputs)
+        row["seconds"] = time.perf_counter() - round_started
+        rows.append(row)
+        progress(t, row, log_every)
+
+        done = t + 1
+        preempted = stop.signal is not None or (stop_after_round is not None and done >= stop_after_round)
+        if done < rounds and (done % checkpoint_every == 0 or preempted):
+            _save_checkpoint(paths, fingerprint, state, rows, done, elapsed_before + time.perf_counter() - started)
+        if preempted and done < rounds:
+            log.warning("stopping after round %d (%s); the next run resumes from the checkpoint", t,
+                        f"signal {stop.signal}" if stop.signal else "requested")
+            return {"stopped_at": done}
+
+    metrics = pd.DataFrame(rows)
+    with atomic_path(paths.metrics) as tmp:
+        metrics.to_parquet(tmp, index=False)
+    summary = {
+        "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": seed,
+        "spec": spec, "rounds_completed": len(rows), "diverged_at": diverged_at,
+        "state_bytes": state_bytes(state), "dimension": model.dim,
+        "wall_seconds": elapsed_before + time.perf_counter() - started,
+        "peak_memory_bytes": _peak_memory(device),
+        "provenance": {"fedavail_version": __version__, "git_commit": git_commit(), "torch": torch.__version__,
+                       "device": str(device), "batched": batched, "python": sys.version.split()[0],
+                       "training_code_sha256": training_code_hash()},
+    }
+    write_json(paths.summary, summary)
+    paths.checkpoint.unlink(missing_ok=True)
+    return summary
+
+
+def _train_eval_subset(dataset: dict, samples: int, seed: int) -> torch.Tensor:
+    size = len(dataset["train_y"])
+    if samples >= size:
+        return torch.arange(size)
+    chosen = numpy_generator(seed, "train-eval-subset").choice(size, samples, replace=False)
+    return torch.from_numpy(chosen.copy()).sort().values
+
+
+def _save_checkpoint(paths: RunPaths, fingerprint: str, state, rows, next_round: int, elapsed: float) -> None:
+    with atomic_path(paths.checkpoint) as tmp:
+        torch.save({"fingerprint": fingerprint, "state": {k: v.cpu() for k, v in state.items()}, "rows": rows,
+                    "next_round": next_round, "elapsed": elapsed}, tmp)
+
+
+def _resume(paths: RunPaths, fingerprint: str, device: torch.device):
+    if not paths.checkpoint.exists():
+        return None, [], 0, 0.0
+    checkpoint = torch.load(paths.checkpoint, weights_only=False)
+    if checkpoint["fingerprint"] != fingerprint:
+        log.info("ignoring checkpoint %s: made by another spec or other training code", paths.checkpoint)
+        return None, [], 0, 0.0
+    log.info("resuming from %s at round %d", paths.checkpoint, checkpoint["next_round"])
+    state = {k: v.to(device) for k, v in checkpoint["state"].items()}
+    return state, checkpoint["rows"], checkpoint["next_round"], checkpoint["elapsed"]
+
+
+def _peak_memory(device: torch.device) -> int:
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _progress(first_round: int, rounds: int):
+    """A tqdm bar on a terminal; otherwise one log line every `log_every` rounds (SLURM logs stay readable)."""
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=rounds, initial=first_round, unit="round")
+
+        def update(t, row, log_every):
+            bar.update(1)
+            if "test_acc" in row:
+                bar.set_postfix(test_acc=f"{row['test_acc']:.3f}")
+        return update
+
+    def log_line(t, row, log_every):
+        if (t + 1) % log_every == 0 or t + 1 == rounds:
+            accuracy = f" test_acc={row['test_acc']:.4f}" if "test_acc" in row else ""
+            log.info("round %d/%d participants=%d local_loss=%.4f%s", t + 1, rounds, row["participants"],
+                     row["local_loss"], accuracy)
+    return log_line

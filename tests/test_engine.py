@@ -1,0 +1,134 @@
+"""The engine: flat parameters, keyed minibatches, loop == vmap, models as their layer lists."""
+
+import numpy as np
+import pytest
+import torch
+
+from fedavail.engine.client_data import Augmentation, ClientData
+from fedavail.engine.local import LocalCorrection, LocalSpec, train_clients
+from fedavail.engine.params import FlatModel
+from fedavail.models import build_model
+
+from synthetic import image_dataset
+
+
+def _client_data(dataset, clients=10, dtype=torch.float32, augmentation=Augmentation()):
+    n = len(dataset["train_y"])
+    offsets = np.linspace(0, n, clients + 1).astype(np.int64)
+    indices = np.random.default_rng(1).permutation(n)
+    return ClientData(dataset, offsets, indices, torch.device("cpu"), augmentation, dtype)
+
+
+def test_flat_model_roundtrip_and_forward_matches_module():
+    dataset = image_dataset()
+    module = build_model("small_cnn", dataset, seed=0)
+    model = FlatModel(module)
+    vector = model.flatten()
+    assert vector.shape == (sum(p.numel() for p in module.parameters()),)
+    x = torch.randn(4, 1, 8, 8)
+    torch.testing.assert_close(model(vector, x), module(x))
+    shifted = model(vector + 0.1, x)
+    assert not torch.allclose(shifted, module(x))
+
+
+def test_model_init_depends_only_on_seed():
+    dataset = image_dataset()
+    a = FlatModel(build_model("small_cnn", dataset, seed=3)).flatten()
+    b = FlatModel(build_model("small_cnn", dataset, seed=3)).flatten()
+    c = FlatModel(build_model("small_cnn", dataset, seed=4)).flatten()
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def _conv(c_in, c_out, k=3):
+    return c_in * c_out * k * k + c_out
+
+
+def _linear(n_in, n_out):
+    return n_in * n_out + n_out
+
+
+@pytest.mark.parametrize("name, expected", [
+    # FedSWE Table 5 layer lists on 32x32x3 inputs: two 2x2 max-pools leave 32 x 8 x 8 features.
+    ("fedswe_svhn_cnn", _conv(3, 32) + _conv(32, 32) + _linear(2048, 128) + _linear(128, 10)),
+    ("fedswe_cifar10_cnn", _conv(3, 32) + _conv(32, 32) + _linear(2048, 256) + _linear(256, 64) + _linear(64, 10)),
+    ("fedswe_cinic10_cnn", _conv(3, 32) + _conv(32, 32) + _linear(2048, 512) + _linear(512, 256)
+     + _linear(256, 10)),
+    ("fast_cifar10_cnn", _conv(3, 6, 5) + _conv(6, 16, 5) + _linear(400, 120) + _linear(120, 84) + _linear(84, 10)),
+])
+def test_parameter_counts_match_layer_lists(name, expected):
+    dataset = image_dataset(size=32, channels=3, train=20, test=10)
+    assert FlatModel(build_model(name, dataset, seed=0)).dim == expected
+
+
+def test_fashion_cnn_and_char_lstm_parameter_counts():
+    fmnist = image_dataset(size=28, channels=1, train=20, test=10)
+    assert FlatModel(build_model("fast_fmnist_cnn", fmnist, 0)).dim == (
+        _conv(1, 32, 5) + _conv(32, 64, 5) + _linear(64 * 7 * 7, 512) + _linear(512, 10))
+    text = {"name": "t", "kind": "text", "num_classes": 80, "train_x": torch.zeros(4, 80, dtype=torch.int64)}
+    lstm = 4 * (256 * 8 + 256 * 256 + 2 * 256) + 4 * (256 * 256 + 256 * 256 + 2 * 256)
+    assert FlatModel(build_model("char_lstm", text, 0)).dim == 80 * 8 + lstm + _linear(256, 80)
+
+
+def test_client_minibatches_are_keyed_by_seed_round_and_client():
+    data = _client_data(image_dataset())
+    first = [y for _, y in data.client_stream(0, 5, 3, steps=4, batch_size=16)]
+    again = [y for _, y in data.client_stream(0, 5, 3, steps=4, batch_size=16)]
+    other_round = [y for _, y in data.client_stream(0, 6, 3, steps=4, batch_size=16)]
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    assert not all(torch.equal(a, b) for a, b in zip(first, other_round))
+
+
+def test_client_with_fewer_samples_than_a_batch_still_yields_full_batches_of_its_own_data():
+    dataset = image_dataset(train=40)
+    data = _client_data(dataset, clients=10)  # 4 samples each
+    own = set(data.indices[data.offsets[2]:data.offsets[3]].tolist())
+    for x, y in data.client_stream(0, 0, 2, steps=3, batch_size=10):
+        assert x.shape[0] == 10
+        assert set(y.tolist()) <= {int(dataset["train_y"][i]) for i in own}
+
+
+def _round(batched, dtype, correction=None, augmentation=Augmentation()):
+    dataset = image_dataset()
+    module = build_model("small_cnn", dataset, seed=0).to(dtype)
+    model = FlatModel(module)
+    data = _client_data(dataset, dtype=dtype, augmentation=augmentation)
+    clients = torch.tensor([0, 3, 7, 9])
+    starts = model.flatten().expand(4, -1)
+    spec = LocalSpec(steps=5, batch_size=16, lr=0.05, grad_clip=0.5)
+    return train_clients(model, data, clients, starts, spec, correction, seed=11, round_index=4, batched=batched)
+
+
+def test_batched_equals_per_client_loop_in_float64():
+    loop, batched = _round(False, torch.float64), _round(True, torch.float64)
+    torch.testing.assert_close(batched.end, loop.end, rtol=0, atol=1e-12)
+    torch.testing.assert_close(batched.loss, loop.loss, rtol=0, atol=1e-12)
+
+
+def test_batched_equals_per_client_loop_in_float32():
+    # float32 sums in a different order: after 5 steps the parameters differ by a few ulps of their ~0.1-1 scale.
+    loop, batched = _round(False, torch.float32), _round(True, torch.float32)
+    torch.testing.assert_close(batched.end, loop.end, rtol=0, atol=1e-5)
+
+
+def test_batched_equals_loop_with_corrections_and_augmentation():
+    dataset_dim = FlatModel(build_model("small_cnn", image_dataset(), 0)).dim
+    anchor = torch.randn(4, dataset_dim, dtype=torch.float64)
+    drift = torch.randn(4, dataset_dim, dtype=torch.float64) * 0.01
+    correction = LocalCorrection(prox_mu=0.1, anchor=anchor, drift=drift)
+    augmentation = Augmentation(crop_padding=2, horizontal_flip=True)
+    loop = _round(False, torch.float64, correction, augmentation)
+    batched = _round(True, torch.float64, correction, augmentation)
+    torch.testing.assert_close(batched.end, loop.end, rtol=0, atol=1e-12)
+
+
+def test_local_training_lowers_the_loss():
+    dataset = image_dataset()
+    model = FlatModel(build_model("small_cnn", dataset, seed=0))
+    data = _client_data(dataset, clients=1)
+    spec = LocalSpec(steps=40, batch_size=32, lr=0.05, grad_clip=None)
+    start = model.flatten()[None]
+    result = train_clients(model, data, torch.tensor([0]), start, spec, None, 0, 0, batched=False)
+    from fedavail.engine.evaluate import evaluate
+    before = evaluate(model, start[0], dataset["train_x"], dataset["train_y"], data.inputs)
+    after = evaluate(model, result.end[0], dataset["train_x"], dataset["train_y"], data.inputs)
+    assert after[0] < before[0] and after[1] > before[1]

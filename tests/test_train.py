@@ -1,0 +1,129 @@
+"""One training run: determinism, bit-identical resume after preemption or SIGKILL, divergence recorded."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from fedavail.availability.traces import make_trace, save_trace
+from fedavail.data.partition import make_partition, save_partition
+from fedavail.data.prepared import save_prepared
+from fedavail.train import Execution, run
+
+from synthetic import image_dataset
+
+SPEC = {
+    "experiment": "unit", "algorithm_id": "fedavg_active", "seed": 0,
+    "training": {"model": "small_cnn", "rounds": 12, "local_steps": 3, "batch_size": 16, "lr_schedule": "sqrt_decay",
+                 "grad_clip": 0.5, "eval_every": 3, "last_n": 2, "train_eval_samples": 200, "augmentation": {}},
+    "algorithm": {"algorithm": "fedavg", "lr": 0.05, "weighting": "known"},
+}
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inputs")
+    dataset = image_dataset()
+    save_prepared(root / "data.pt", dataset)
+    partition = make_partition(dataset["train_y"].numpy(), 10,
+                               {"scheme": "client_dirichlet", "num_clients": 10, "alpha": 0.5}, seed=0)
+    save_partition(root / "partition.npz", partition)
+    trace = make_trace({"model": "fedswe", "dynamics": "sine"}, 10, 200, seed=0, partition=partition)
+    save_trace(root / "trace.npz", trace)
+    return root
+
+
+def _run(inputs, out_dir, spec=SPEC, **kwargs):
+    return run(inputs / "data.pt", inputs / "partition.npz", inputs / "trace.npz", out_dir, spec, **kwargs)
+
+
+def _with(spec, **changes):
+    spec = json.loads(json.dumps(spec))
+    for dotted, value in changes.items():
+        *path, key = dotted.split("__")
+        target = spec
+        for part in path:
+            target = target[part]
+        target[key] = value
+    return spec
+
+
+def test_same_seed_same_metrics_other_seed_differs(inputs, tmp_path):
+    _run(inputs, tmp_path / "a")
+    _run(inputs, tmp_path / "b")
+    _run(inputs, tmp_path / "c", _with(SPEC, seed=1))
+    a, b, c = (pd.read_parquet(tmp_path / name / "metrics.parquet") for name in "abc")
+    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"))
+    assert not a["test_acc"].dropna().equals(c["test_acc"].dropna())
+    assert len(a) == 12 and a["test_acc"].notna().sum() == 6  # rounds 0, 3, 6, 9 and the last two (10, 11)
+    summary = json.loads((tmp_path / "a/summary.json").read_text())
+    assert summary["diverged_at"] is None and summary["provenance"]["torch"] == torch.__version__
+    assert summary["state_bytes"] == summary["dimension"] * 4
+
+
+def test_preempted_run_resumes_bit_identically(inputs, tmp_path):
+    _run(inputs, tmp_path / "whole")
+    stopped = _run(inputs, tmp_path / "split", execution=Execution(checkpoint_every=100), stop_after_round=5)
+    assert stopped == {"stopped_at": 5}
+    assert (tmp_path / "split/checkpoint.pt").exists() and not (tmp_path / "split/metrics.parquet").exists()
+    _run(inputs, tmp_path / "split")
+    whole = pd.read_parquet(tmp_path / "whole/metrics.parquet").drop(columns="seconds")
+    split = pd.read_parquet(tmp_path / "split/metrics.parquet").drop(columns="seconds")
+    pd.testing.assert_frame_equal(whole, split)
+    assert not (tmp_path / "split/checkpoint.pt").exists()
+
+
+def test_checkpoint_from_another_spec_is_not_resumed(inputs, tmp_path):
+    _run(inputs, tmp_path / "run", stop_after_round=4)
+    changed = _with(SPEC, algorithm__lr=0.02)
+    _run(inputs, tmp_path / "run", changed)
+    _run(inputs, tmp_path / "fresh", changed)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "run/metrics.parquet").drop(columns="seconds"),
+                                  pd.read_parquet(tmp_path / "fresh/metrics.parquet").drop(columns="seconds"))
+
+
+def test_sigkilled_job_resumes_to_the_same_result(inputs, tmp_path):
+    spec = _with(SPEC, training__rounds=150, training__eval_every=50)
+    command = [sys.executable, "-m", "fedavail", "train", "--prepared", str(inputs / "data.pt"),
+               "--partition", str(inputs / "partition.npz"), "--trace", str(inputs / "trace.npz"),
+               "--spec", json.dumps(spec), "--checkpoint-every", "2"]
+    subprocess.run([*command, "--out-dir", str(tmp_path / "whole")], check=True, capture_output=True)
+    victim = subprocess.Popen([*command, "--out-dir", str(tmp_path / "killed")], stderr=subprocess.DEVNULL)
+    checkpoint = tmp_path / "killed/checkpoint.pt"
+    deadline = time.monotonic() + 120
+    while not checkpoint.exists() and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(victim.pid, signal.SIGKILL)
+    assert victim.wait() == -signal.SIGKILL, "the run ended before it could be killed"
+    assert not (tmp_path / "killed/metrics.parquet").exists()
+    subprocess.run([*command, "--out-dir", str(tmp_path / "killed")], check=True, capture_output=True)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "whole/metrics.parquet").drop(columns="seconds"),
+                                  pd.read_parquet(tmp_path / "killed/metrics.parquet").drop(columns="seconds"))
+
+
+def test_sigterm_checkpoints_and_exits_nonzero(inputs, tmp_path):
+    spec = _with(SPEC, training__rounds=150, training__eval_every=50)
+    command = [sys.executable, "-m", "fedavail", "train", "--prepared", str(inputs / "data.pt"),
+               "--partition", str(inputs / "partition.npz"), "--trace", str(inputs / "trace.npz"),
+               "--spec", json.dumps(spec), "--checkpoint-every", "1000", "--out-dir", str(tmp_path / "run")]
+    victim = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    log = ""
+    while "round 10/" not in log and victim.poll() is None:
+        log += victim.stderr.readline()
+    victim.send_signal(signal.SIGTERM)
+    assert victim.wait() == 3
+    assert (tmp_path / "run/checkpoint.pt").exists()
+
+
+def test_divergence_is_recorded_not_raised(inputs, tmp_path):
+    spec = _with(SPEC, algorithm__lr=1e12, training__grad_clip=None)
+    summary = _run(inputs, tmp_path / "run", spec)
+    assert summary["diverged_at"] is not None
+    metrics = pd.read_parquet(tmp_path / "run/metrics.parquet")
+    assert len(metrics) == summary["diverged_at"] + 1

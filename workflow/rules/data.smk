@@ -1,0 +1,49 @@
+# Datasets: download + verify (papers' datasets), then prepare every dataset into one compact tensor file.
+
+
+rule download:
+    output:
+        manifest="data/raw/{dataset}/manifest.json",
+    wildcard_constraints:
+        dataset="|".join(fc.PAPER_DATASETS),
+    log:
+        "logs/download/{dataset}.log",
+    retries: 3
+    conda:
+        "../envs/fedavail.yaml"
+    shell:
+        "fedavail download {wildcards.dataset} --raw-dir data/raw/{wildcards.dataset} "
+        "--manifest {output.manifest} > {log} 2>&1"
+
+
+rule prepare_paper_dataset:
+    input:
+        manifest="data/raw/{dataset}/manifest.json",
+    output:
+        "data/prepared/{dataset}.pt",
+    wildcard_constraints:
+        dataset="|".join(fc.PAPER_DATASETS),
+    params:
+        spec=lambda w: fc.as_json(fc.dataset_spec(config, w.dataset)),
+    log:
+        "logs/prepare/{dataset}.log",
+    conda:
+        "../envs/fedavail.yaml"
+    shell:
+        "fedavail prepare {wildcards.dataset} --raw-dir data/raw/{wildcards.dataset} --out {output} "
+        "--spec {params.spec:q} > {log} 2>&1"
+
+
+rule prepare_bundled_dataset:
+    output:
+        "data/prepared/{dataset}.pt",
+    wildcard_constraints:
+        dataset="|".join(fc.BUNDLED_DATASETS),
+    params:
+        spec=lambda w: fc.as_json(fc.dataset_spec(config, w.dataset)),
+    log:
+        "logs/prepare/{dataset}.log",
+    conda:
+        "../envs/fedavail.yaml"
+    shell:
+        "fedavail prepare {wildcards.dataset} --out {output} --spec {params.spec:q} > {log} 2>&1"

@@ -1,0 +1,24 @@
+# Partitions: one file per partition setting and seed, shared by every experiment that names it.
+
+
+rule partition:
+    input:
+        lambda w: prepared_file(config["partitions"][w.partition]["dataset"]),
+    output:
+        npz="data/partitions/{partition}/seed{seed}.npz",
+        stats="data/partitions/{partition}/seed{seed}.csv",
+        figure=report(
+            "data/partitions/{partition}/seed{seed}.png",
+            caption="../report/partition.rst",
+            category="Partitions",
+            labels={"partition": "{partition}", "seed": "{seed}"},
+        ),
+    params:
+        spec=lambda w: fc.as_json(fc.partition_spec(config, w.partition)),
+    log:
+        "logs/partition/{partition}/seed{seed}.log",
+    conda:
+        "../envs/fedavail.yaml"
+    shell:
+        "fedavail partition --prepared {input} --seed {wildcards.seed} --spec {params.spec:q} "
+        "--out {output.npz} --stats {output.stats} --figure {output.figure} > {log} 2>&1"

@@ -1,0 +1,25 @@
+# Availability traces: who is available in every round, one file per trace setting and seed. Every algorithm of a
+# seed reads the same trace, so comparisons are fair by construction.
+
+
+rule trace:
+    input:
+        unpack(trace_inputs),
+    output:
+        npz="data/traces/{trace}/seed{seed}.npz",
+        figure=report(
+            "data/traces/{trace}/seed{seed}.png",
+            caption="../report/trace.rst",
+            category="Availability traces",
+            labels={"trace": "{trace}", "seed": "{seed}"},
+        ),
+    params:
+        spec=lambda w: fc.as_json(fc.trace_spec(config, w.trace)),
+        partition=trace_partition_option,
+    log:
+        "logs/trace/{trace}/seed{seed}.log",
+    conda:
+        "../envs/fedavail.yaml"
+    shell:
+        "fedavail trace {params.partition} --seed {wildcards.seed} --spec {params.spec:q} "
+        "--out {output.npz} --figure {output.figure} > {log} 2>&1"

@@ -83,7 +83,7 @@ def compare(dataset, participants, batch_size, repeats, device):
     spec = LocalSpec(steps=10, batch_size=batch_size, lr=0.05, grad_clip=0.5)
     clients = torch.arange(participants)
     algorithm = FedAvg()
-    state = algorithm.init_state(model.flatten(), NUM_CLIENTS)
+    state = algorithm.init_state(model.flatten(), data.client_sizes())
     # The plain loop sees exactly the minibatches the round draws (same keyed streams), prepared up front.
     batches = [b for c in clients.tolist() for b in data.client_stream(0, 0, c, spec.steps, spec.batch_size)]
     results = {

@@ -18,7 +18,7 @@ import torch
 
 from fedavail import __version__
 from fedavail.algorithms import build_algorithm
-from fedavail.algorithms.base import RoundContext, state_bytes
+from fedavail.algorithms.base import RoundContext, run_round, state_bytes
 from fedavail.availability.traces import load_trace
 from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
@@ -152,10 +152,14 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
         batched = False
     local = LocalSpec(int(training["local_steps"]), int(training["batch_size"]), lr0, training.get("grad_clip"))
 
+    def local_train(clients, starts, correction, ctx):
+        round_spec = LocalSpec(local.steps, local.batch_size, ctx.lr, local.grad_clip)
+        return train_clients(model, data, clients.cpu(), starts, round_spec, correction, seed, ctx.round, batched)
+
     fingerprint = hashlib.sha256(json.dumps([spec, training_code_hash()], sort_keys=True).encode()).hexdigest()
     state, rows, first_round, elapsed_before = _resume(paths, fingerprint, device)
     if state is None:
-        state = algorithm.init_state(model.flatten().to(device), partition.num_clients)
+        state = algorithm.init_state(model.flatten().to(device), data.client_sizes().to(device))
     eval_every, last_n = int(training["eval_every"]), int(training["last_n"])
     checkpoint_every, log_every = execution.checkpoint_every, execution.log_every
     stop = StopRequested()
@@ -173,12 +177,7 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
             local_steps=local.steps,
             generator=torch_generator(seed, "algorithm", t),
         )
-        clients = algorithm.select(state, ctx)
-        starts = algorithm.start_points(state, clients, ctx)
-        correction = algorithm.correction(state, clients, ctx)
-        round_spec = LocalSpec(local.steps, local.batch_size, ctx.lr, local.grad_clip)
-        result = train_clients(model, data, clients.cpu(), starts, round_spec, correction, seed, t, batched)
-        state = algorithm.aggregate(state, clients, result, ctx)
+        state, clients, result = run_round(algorithm, state, ctx, local_train)
 
         row = {"round": t, "participants": len(clients), "lr": ctx.lr,
                "local_loss": result.loss.mean().item() if len(clients) else math.nan,

@@ -3,6 +3,7 @@
 State is a dict of tensors ([d] vectors, [m, d] tables, [m] scalars), so checkpoints and memory accounting are
 generic. Algorithms never touch files, devices or data loading; the trainer maps clients (engine.local)."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import torch
@@ -31,7 +32,8 @@ class Algorithm:
 
     global_lr: float = 1.0
 
-    def init_state(self, x0: torch.Tensor, num_clients: int) -> State:
+    def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
+        """The state before round 0; `client_sizes` [m] holds each client's number of training samples."""
         return {"x": x0.clone()}
 
     def select(self, state: State, ctx: RoundContext) -> torch.Tensor:
@@ -57,6 +59,21 @@ class Algorithm:
     @classmethod
     def hyperparameters(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+
+LocalTrainer = Callable[[torch.Tensor, torch.Tensor, LocalCorrection | None, RoundContext], LocalResult]
+
+
+def run_round(algorithm: Algorithm, state: State, ctx: RoundContext,
+              local_train: LocalTrainer) -> tuple[State, torch.Tensor, LocalResult]:
+    """One round, the one place where clients are mapped: select, start points, local training, server update.
+
+    `local_train(clients, starts, correction, ctx)` is the engine (or, in tests, an exact solver)."""
+    clients = algorithm.select(state, ctx)
+    starts = algorithm.start_points(state, clients, ctx)
+    correction = algorithm.correction(state, clients, ctx)
+    result = local_train(clients, starts, correction, ctx)
+    return algorithm.aggregate(state, clients, result, ctx), clients, result
 
 
 def state_bytes(state: State) -> int:

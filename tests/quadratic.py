@@ -1,0 +1,56 @@
+"""Algorithms on quadratic clients F_i(x) = ½‖x − u_i‖², where answers are known in closed form.
+
+`simulate` drives an algorithm through the same `run_round` the trainer uses, with exact local gradient steps in
+place of the neural-network engine."""
+
+import math
+
+import torch
+
+from fedavail.algorithms.base import Algorithm, RoundContext, run_round
+from fedavail.engine.local import LocalCorrection, LocalResult
+
+
+def quadratic_local_train(targets: torch.Tensor, steps: int, accuracy=None):
+    """Exact local gradient descent on ½‖x − u_i‖² (with the algorithm's gradient correction)."""
+
+    def local_train(clients, starts, correction: LocalCorrection | None, ctx: RoundContext) -> LocalResult:
+        weights = starts.clone()
+        for _ in range(steps):
+            gradient = weights - targets[clients]
+            if correction is not None:
+                gradient = correction.apply(gradient, weights)
+            weights = weights - ctx.lr * gradient
+        loss = 0.5 * ((weights - targets[clients]) ** 2).sum(-1)
+        acc = torch.zeros(len(clients), dtype=torch.float64) if accuracy is None else accuracy(ctx.round, clients)
+        return LocalResult(starts, weights, loss.double(), acc)
+
+    return local_train
+
+
+def simulate(algorithm: Algorithm, targets: torch.Tensor, available: torch.Tensor, steps: int, lr,
+             x0: torch.Tensor | None = None, prob: torch.Tensor | None = None, snapshot: torch.Tensor | None = None,
+             seed: int = 0, accuracy=None, client_sizes: torch.Tensor | None = None):
+    """Run len(available) rounds; `lr` is a float or a function of the round. Returns (final state, per-round log).
+
+    available: bool [T, m]; prob: [T, m] p_i^t; snapshot: long [T, n]; accuracy(round, clients) -> [n] for FAST."""
+    from fedavail.rng import torch_generator
+
+    m, d = targets.shape
+    sizes = torch.ones(m, dtype=torch.int64) if client_sizes is None else client_sizes
+    state = algorithm.init_state(torch.zeros(d, dtype=targets.dtype) if x0 is None else x0, sizes)
+    local_train = quadratic_local_train(targets, steps, accuracy)
+    history = []
+    for t in range(len(available)):
+        ctx = RoundContext(
+            round=t, available=available[t], prob=None if prob is None else prob[t],
+            snapshot=None if snapshot is None else snapshot[t],
+            lr=lr(t) if callable(lr) else lr, local_steps=steps, generator=torch_generator(seed, "algorithm", t))
+        state, clients, _ = run_round(algorithm, state, ctx, local_train)
+        history.append({"round": t, "clients": clients.tolist(), "x": state["x"].clone(),
+                        **algorithm.round_metrics(state)})
+    return state, history
+
+
+def sqrt_decay(lr0: float):
+    return lambda t: lr0 / math.sqrt(t / 10 + 1)

@@ -7,7 +7,7 @@ import torch
 from fedavail.data import bundled
 from fedavail.data import shakespeare as shk
 from fedavail.data.prepare import prepare
-from fedavail.data.prepared import validate
+from fedavail.data.prepared import text_windows, validate
 
 
 def class_counts(labels: torch.Tensor) -> list[int]:
@@ -56,14 +56,14 @@ def test_shakespeare_package_roles_and_cut_off(package_roles):
 def test_shakespeare_prepared(package_roles):
     data = validate(prepare("shakespeare", None, {"num_clients": 3}))
     assert data["kind"] == "text" and data["vocab"] == shk.VOCAB and data["num_classes"] == 81
-    assert len(data["group_names"]) == 3 and data["train_x"].shape[1] == 80
+    assert len(data["group_names"]) == 3 and data["seq_length"] == 80
     assert data["train_groups"].shape == data["train_y"].shape and data["test_groups"].shape == data["test_y"].shape
     for group, cid in enumerate(data["group_names"]):
         text = "".join(shk.normalize_line(line) + "\n" for line in package_roles[cid])
         train_targets = shk.decode(data["train_y"][data["train_groups"] == group])
         assert text.startswith(train_targets) and len(train_targets) == int(0.8 * len(text))
     # Within a line the window slides by one: the next window is this one shifted left, plus this target.
-    windows, targets = data["train_x"][:2000], data["train_y"][:2000]
+    windows, targets = text_windows(data["text"], data["train_x"][:2000], 80), data["train_y"][:2000]
     within_line = targets[:-1] != shk.ALL_LETTERS.index("\n")
     shifted = torch.cat([windows[:-1, 1:], targets[:-1, None]], dim=1)
     assert torch.equal(shifted[within_line], windows[1:][within_line])

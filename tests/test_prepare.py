@@ -7,7 +7,7 @@ import torch
 from fedavail.data import shakespeare as shk
 from fedavail.data.download import DATASETS, DatasetError, fetch
 from fedavail.data.prepare import prepare
-from fedavail.data.prepared import channel_stats, load_prepared, save_prepared, validate
+from fedavail.data.prepared import channel_stats, load_prepared, save_prepared, text_windows, validate
 
 from data_fixtures import (
     CIFAR_CLASSES,
@@ -120,15 +120,16 @@ def test_shakespeare_leaf_from_the_complete_works_zip(tmp_path):
     assert data["kind"] == "text" and data["vocab"] == shk.VOCAB and data["num_classes"] == len(shk.VOCAB) == 81
     # Only ALPHA speaks enough for a test split after LEAF's 79-sample gap.
     assert data["group_names"] == ["THE_TRAGEDY_OF_TESTING_ALPHA"]
-    assert data["train_x"].shape[1] == 80 and data["train_x"].dtype == torch.int64
+    assert data["seq_length"] == 80 and data["train_x"].dtype == torch.int64 and data["text"].dtype == torch.uint8
+    windows = text_windows(data["text"], data["train_x"], 80)
     n = sum(len(line) + 1 for line in shk.parse_complete_works(COMPLETE_WORKS)["THE_TRAGEDY_OF_TESTING_ALPHA"])
     assert len(data["train_y"]) == int(0.8 * n) and len(data["test_y"]) == n - int(0.8 * n) - 79
     assert shk.decode(data["train_y"][:6]) == "To tes"
-    assert shk.decode(data["train_x"][3]) == " " * 77 + "To "
+    assert shk.decode(windows[3]) == " " * 77 + "To "
     assert data["meta"]["files"]["1994-01-100.zip"]["sha256"]
     assert shk.decode(data["test_y"]).endswith("busy.\nAnd by a test to say we end the heart-ache.\n")
     roomier = prepare("shakespeare_leaf", tmp_path, {"seq_length": 10, "min_samples": 1})
-    assert roomier["train_x"].shape[1] == 10
+    assert roomier["seq_length"] == 10
     assert roomier["group_names"] == sorted(["THE_TRAGEDY_OF_TESTING_ALPHA", "THE_TRAGEDY_OF_TESTING_BETA",
                                              "THE_COMEDY_OF_ERRORS_DUKE"])
 

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from fedavail.data import shakespeare as shk
+from fedavail.data.prepared import text_windows
 
 from data_fixtures import COMPLETE_WORKS, LONG_SPEECH, PLAY_TEXT
 
@@ -31,7 +32,9 @@ def test_vocabulary_is_leafs_80_characters_plus_unknown():
 
 def test_windows_and_next_character_targets_match_leaf():
     lines = ["To be,  or not", "Ay", "x" * 100]
-    x, y = shk.role_samples(lines, seq_length=80)
+    stream, positions = shk.role_stream(lines, seq_length=80)
+    x = text_windows(torch.from_numpy(stream), torch.from_numpy(positions - 80), 80).numpy()
+    y = stream[positions]
     xs, ys = leaf_txt_to_data(lines, 80)
     assert x.shape == (len(ys), 80) and y.shape == (len(ys),)
     assert [shk.decode(row) for row in x] == xs
@@ -81,8 +84,10 @@ def test_split_keeps_leafs_gap_between_train_and_test():
     assert data["group_names"] == ["big"]  # "small" has no test sample after the gap, "few_lines" only 2 lines
     assert len(data["train_y"]) == 800 and len(data["test_y"]) == 1000 - 879
     assert (data["train_groups"] == 0).all() and (data["test_groups"] == 0).all()
-    x, y = shk.role_samples(roles["big"])
-    assert torch.equal(data["test_x"], torch.from_numpy(x[879:])) and shk.decode(data["test_y"][-2:]) == "c\n"
+    stream, positions = shk.role_stream(roles["big"])
+    assert torch.equal(data["text"], torch.from_numpy(stream))
+    assert torch.equal(data["test_x"], torch.from_numpy(positions[879:] - 80))
+    assert shk.decode(data["test_y"][-2:]) == "c\n"
 
 
 def test_selection_cut_off_and_largest_clients():

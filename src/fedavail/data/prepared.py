@@ -2,8 +2,9 @@
 
 A prepared dataset is a torch file holding a dict:
   name, kind ("image" | "text"), num_classes,
-  train_x / test_x: uint8 [N, C, H, W] images, or int64 [N, L] token ids,
+  train_x / test_x: uint8 [N, C, H, W] images; for text, int64 [N] start positions of each sample's window in `text`,
   train_y / test_y: int64 [N] labels (next-token ids for text),
+  text: uint8 [S] token stream and seq_length: int (text only: sample j's input is text[x_j : x_j + seq_length]),
   mean / std: float32 [C] per-channel normalisation of the train images in [0, 1] (images only),
   train_groups: int64 [N] natural client id per train sample (optional; Shakespeare roles), group_names: list[str],
   vocab: str (text only: the characters that token ids index),
@@ -44,11 +45,23 @@ def validate(data: dict) -> dict:
             if key not in data:
                 raise PreparedDataError(f"image dataset lacks {key}")
     elif data["kind"] == "text":
-        if data["train_x"].dtype != torch.int64 or data["train_x"].dim() != 2:
-            raise PreparedDataError("text train_x must be int64 [N, L]")
+        if "text" not in data or "seq_length" not in data:
+            raise PreparedDataError("text dataset lacks its token stream 'text' or 'seq_length'")
+        for split in ("train", "test"):
+            starts = data[f"{split}_x"]
+            if starts.dtype != torch.int64 or starts.dim() != 1:
+                raise PreparedDataError(f"text {split}_x must be int64 [N] window starts")
+            if len(starts) and (int(starts.min()) < 0 or int(starts.max()) + data["seq_length"] > len(data["text"])):
+                raise PreparedDataError(f"text {split}_x has windows outside the token stream")
     else:
         raise PreparedDataError(f"unknown dataset kind {data['kind']!r}")
     return data
+
+
+def text_windows(text: torch.Tensor, starts: torch.Tensor, seq_length: int) -> torch.Tensor:
+    """int64 [N, seq_length] input windows of a text dataset, gathered from its token stream."""
+    offsets = torch.arange(seq_length, device=starts.device)
+    return text[starts[:, None] + offsets].long()
 
 
 def channel_stats(images_uint8: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

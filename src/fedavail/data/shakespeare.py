@@ -215,18 +215,20 @@ def _samples_per_line(lines: list[str]) -> list[int]:
     return [len(normalize_line(line)) + 1 for line in lines]
 
 
-def role_samples(lines: list[str], seq_length: int = SEQ_LENGTH) -> tuple[np.ndarray, np.ndarray]:
-    """x int64 [n, seq_length], y int64 [n] for one role: every character of each space-padded line is a target."""
+def role_stream(lines: list[str], seq_length: int = SEQ_LENGTH) -> tuple[np.ndarray, np.ndarray]:
+    """One role's token stream (uint8) and the position of every target in it.
+
+    The lines are laid out as [pad, line 0, pad, line 1, ...] with seq_length spaces of padding, and every character
+    of each line is a target whose input window is the seq_length tokens before it: window j is
+    stream[positions[j] - seq_length : positions[j]], target j is stream[positions[j]]."""
     texts = [normalize_line(line) + "\n" for line in lines]
     ids = encode("".join(texts))
     lengths = np.array([len(t) for t in texts], dtype=np.int64)
-    # Lay the lines out as [pad, line 0, pad, line 1, ...] and take the window before each character.
     line_starts = seq_length * np.arange(1, len(texts) + 1) + np.concatenate(([0], np.cumsum(lengths)[:-1]))
     positions = np.repeat(line_starts, lengths) + _offsets_within(lengths)
-    stream = np.full(int(lengths.sum()) + seq_length * len(texts), SPACE_ID, dtype=np.int64)
+    stream = np.full(int(lengths.sum()) + seq_length * len(texts), SPACE_ID, dtype=np.uint8)
     stream[positions] = ids
-    windows = np.lib.stride_tricks.sliding_window_view(stream, seq_length)
-    return np.ascontiguousarray(windows[positions - seq_length]), ids
+    return stream, positions
 
 
 def _offsets_within(lengths: np.ndarray) -> np.ndarray:
@@ -283,20 +285,26 @@ def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, me
         raise ValueError(
             f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a non-empty test split"
         )
-    parts = {"train_x": [], "train_y": [], "train_groups": [], "test_x": [], "test_y": [], "test_groups": []}
+    # Windows overlap almost entirely: store every role's stream once and each sample as its window's start.
+    streams, parts, offset = [], {f"{split}_{key}": [] for split in ("train", "test") for key in "xy"}, 0
+    parts.update(train_groups=[], test_groups=[])
     for group, cid in enumerate(kept):
-        x, y = role_samples(roles[cid], seq_length)
-        num_train, test_start = split_point(len(y), train_fraction, seq_length)
+        stream, positions = role_stream(roles[cid], seq_length)
+        num_train, test_start = split_point(len(positions), train_fraction, seq_length)
         for split, rows in (("train", slice(0, num_train)), ("test", slice(test_start, None))):
-            parts[f"{split}_x"].append(x[rows])
-            parts[f"{split}_y"].append(y[rows])
-            parts[f"{split}_groups"].append(np.full(len(y[rows]), group, dtype=np.int64))
+            parts[f"{split}_x"].append(offset + positions[rows] - seq_length)
+            parts[f"{split}_y"].append(stream[positions[rows]].astype(np.int64))
+            parts[f"{split}_groups"].append(np.full(len(positions[rows]), group, dtype=np.int64))
+        streams.append(stream)
+        offset += len(stream)
     tensors = {key: torch.from_numpy(np.concatenate(values)) for key, values in parts.items()}
+    tensors["text"] = torch.from_numpy(np.concatenate(streams))
     return {
         "name": name,
         "kind": "text",
         "num_classes": len(VOCAB),
         "vocab": VOCAB,
+        "seq_length": seq_length,
         **tensors,
         "group_names": kept,
         "meta": {

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from fedavail.data.augment import random_crop_flip
+from fedavail.data.prepared import text_windows
 from fedavail.rng import torch_generator
 
 
@@ -34,7 +35,10 @@ class ClientData:
         self.offsets = torch.as_tensor(offsets, dtype=torch.int64)
         self.indices = torch.as_tensor(indices, dtype=torch.int64).to(device)
         self.augmentation = augmentation
-        if self.kind == "image":
+        if self.kind == "text":
+            self.text = dataset["text"].to(device)
+            self.seq_length = int(dataset["seq_length"])
+        else:
             self.mean = dataset["mean"].to(device, dtype).view(1, -1, 1, 1)
             self.std = dataset["std"].to(device, dtype).view(1, -1, 1, 1)
 
@@ -46,9 +50,10 @@ class ClientData:
         return self.offsets[1:] - self.offsets[:-1]
 
     def inputs(self, raw: torch.Tensor) -> torch.Tensor:
-        """uint8 images -> normalised float; token ids pass through."""
-        if self.kind != "image":
-            return raw
+        """Stored samples of either split -> model inputs: uint8 images -> normalised float; window starts ->
+        int64 token windows (both splits share one token stream)."""
+        if self.kind == "text":
+            return text_windows(self.text, raw, self.seq_length)
         return (raw.to(self.dtype).div_(255.0) - self.mean) / self.std
 
     def client_stream(self, seed: int, round_index: int, client: int, steps: int, batch_size: int):

@@ -132,3 +132,16 @@ def test_local_training_lowers_the_loss():
     before = evaluate(model, start[0], dataset["train_x"], dataset["train_y"], data.inputs)
     after = evaluate(model, result.end[0], dataset["train_x"], dataset["train_y"], data.inputs)
     assert after[0] < before[0] and after[1] > before[1]
+
+
+def test_a_clients_result_does_not_depend_on_who_else_participates_even_with_dropout():
+    dataset = image_dataset(train=200, test=10, size=32, channels=3)
+    model = FlatModel(build_model("fedswe_cinic10_cnn", dataset, seed=0))
+    data = _client_data(dataset)
+    spec = LocalSpec(steps=2, batch_size=8, lr=0.05, grad_clip=0.5)
+    start = model.flatten()
+    together = train_clients(model, data, torch.tensor([1, 4]), start.expand(2, -1), spec, None, 0, 3, False)
+    alone = train_clients(model, data, torch.tensor([4]), start.expand(1, -1), spec, None, 0, 3, False)
+    other_round = train_clients(model, data, torch.tensor([4]), start.expand(1, -1), spec, None, 0, 4, False)
+    assert torch.equal(together.end[1], alone.end[0])
+    assert not torch.equal(alone.end[0], other_round.end[0])

@@ -4,7 +4,7 @@ Two interchangeable implementations behind `train_clients`: a per-client loop (t
 torch.func.vmap over stacked client parameters (the default on CUDA). Both consume the same keyed minibatch streams,
 so they return the same end points up to floating-point reassociation."""
 
-import logging
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -14,8 +14,6 @@ from torch.func import grad, vmap
 from fedavail.engine.client_data import ClientData
 from fedavail.engine.params import FlatModel
 from fedavail.rng import seed_sequence
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -67,8 +65,18 @@ def _clip(gradient: torch.Tensor, max_norm: float | None) -> torch.Tensor:
     return gradient * torch.clamp(max_norm / (norm + 1e-6), max=1.0)
 
 
-def _dropout_seed(seed: int, round_index: int, client: int) -> int:
-    return int(seed_sequence(seed, "dropout", round_index, client).generate_state(1)[0])
+@contextlib.contextmanager
+def _keyed_dropout(model: FlatModel, seed: int, round_index: int, client: int):
+    """Dropout draws from torch's default CPU generator: fork it and key it by (seed, round, client).
+
+    Only the CPU generator is seeded (torch.manual_seed would also initialise CUDA, costing milliseconds per call)."""
+    if not any(isinstance(m, torch.nn.Dropout) for m in model.module.modules()):
+        yield
+        return
+    with torch.random.fork_rng(devices=[]):
+        key = seed_sequence(seed, "dropout", round_index, client).generate_state(1)[0]
+        torch.default_generator.manual_seed(int(key))
+        yield
 
 
 def train_clients_loop(model: FlatModel, data: ClientData, clients: torch.Tensor, starts: torch.Tensor,
@@ -80,9 +88,7 @@ def train_clients_loop(model: FlatModel, data: ClientData, clients: torch.Tensor
     for j, client in enumerate(clients.tolist()):
         weights = starts[j].detach().clone().requires_grad_(True)
         row_correction = None if correction is None else correction.row(j)
-        # Dropout draws from torch's default generator: fork it and key it by (seed, round, client).
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(_dropout_seed(seed, round_index, client))
+        with _keyed_dropout(model, seed, round_index, client):
             for x, y in data.client_stream(seed, round_index, client, spec.steps, spec.batch_size):
                 logits = model(weights, x)
                 loss = F.cross_entropy(logits, y)
@@ -105,6 +111,8 @@ def train_clients_vmap(model: FlatModel, data: ClientData, clients: torch.Tensor
         logits = model(weights, x)
         return F.cross_entropy(logits, y), logits
 
+    # Dropout masks under vmap come from the default generator, not keyed per client: loop == vmap holds exactly
+    # only for models without dropout (all but the CINIC-10 CNN).
     batched_grad = vmap(grad(loss_and_logits, has_aux=True), randomness="different")
     client_list = clients.tolist()
     streams = [data.client_stream(seed, round_index, c, spec.steps, spec.batch_size) for c in client_list]

@@ -1,0 +1,122 @@
+"""FAST: Federated Averaging with SnapshoT (papers/fast.txt, Algorithms 1 and 2; ALGORITHMS.md §5), and FAST+.
+
+  for r = 0 .. R−1:
+    snapshot round (schedule below): S_r = the trace's pre-drawn uniform cohort for round r (|S_r| = m)
+    arbitrary round:                 S_r = the clients the trace makes available (the base's own selection)
+    clients in S_r train and the server aggregates with the base algorithm ("Lines 7-10 can be replaced by any
+    other FL algorithm": base = fedavg gives FAST, fedprox / scaffold give FAST+)
+
+Schedules:
+  every:     snapshot iff r % I == 0                     (logged q = 1/I)
+  bernoulli: snapshot iff u_r < q                        (the authors' code; the only mode it implements)
+  adaptive:  snapshot iff u_r < q_r, Algorithm 2:
+             q_0 = 0, Δ = 0;  after round r:  q_{r+1} = clip(q_r + λ(acc_{r−1} − acc_r), 0, 1)
+u_r is the first uniform of the round's algorithm stream (ctx.generator), read from a copy so the stream is not
+consumed and select/aggregate agree.
+
+acc_r is the participants' mean local training accuracy over round r's local steps (LocalResult.accuracy.mean()),
+the training accuracy the paper names and the authors' code uses (their running per-client metric is not
+reproduced). Round 0 has acc_{−1} = 0 (Algorithm 2 starts Δ = 0, as the authors' v_prev = 0), so q_1 = 0. A round
+without participants has no accuracy and leaves q_r and acc_{r−1} unchanged.
+
+FAST+ is composition: FAST holds a base algorithm and delegates start points, correction, aggregation and the base
+state to it. SCAFFOLD under FAST: only the round's participants update c_i; c keeps its 1/N update in both kinds of
+round. State: the base's state plus q (next round's), last_q and last_snapshot (the round just run, for the metrics)
+and last_acc, all 0-dim tensors."""
+
+from dataclasses import dataclass, field, fields
+
+import torch
+
+from fedavail.algorithms.base import Algorithm, RoundContext, State
+from fedavail.engine.local import LocalCorrection, LocalResult
+
+SCHEDULES = ("every", "bernoulli", "adaptive")
+BASES = ("fedavg", "fedprox", "scaffold")
+_KEYS = ("q", "last_q", "last_snapshot", "last_acc")
+
+
+@dataclass
+class Fast(Algorithm):
+    base: str = "fedavg"
+    base_hyperparameters: dict = field(default_factory=dict)
+    schedule: str = "bernoulli"
+    interval: int = 2  # I, schedule "every"
+    q: float = 0.5  # schedule "bernoulli"
+    lam: float = 1.0  # λ, schedule "adaptive"
+    inner: Algorithm = field(init=False, repr=False)
+
+    def __post_init__(self):
+        from fedavail.algorithms import build_algorithm  # the registry imports this module
+
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"fast schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.base not in BASES:
+            raise ValueError(f"fast base must be one of {BASES}, got {self.base!r}")
+        if isinstance(self.interval, bool) or not isinstance(self.interval, int) or self.interval < 1:
+            raise ValueError(f"fast interval must be an integer >= 1, got {self.interval!r}")
+        if not 0.0 <= self.q <= 1.0:
+            raise ValueError(f"fast q must be in [0, 1], got {self.q}")
+        if self.lam < 0:
+            raise ValueError(f"fast lam must be >= 0, got {self.lam}")
+        try:
+            self.inner = build_algorithm(self.base, dict(self.base_hyperparameters or {}))
+        except ValueError as error:
+            raise ValueError(f"fast base_hyperparameters: {error}") from error
+
+    @classmethod
+    def hyperparameters(cls) -> list[str]:
+        # global_lr belongs to the base algorithm: set it in base_hyperparameters.
+        return [f.name for f in fields(cls) if f.init and f.name != "global_lr"]
+
+    def initial_q(self) -> float:
+        return {"every": 1.0 / self.interval, "bernoulli": self.q, "adaptive": 0.0}[self.schedule]
+
+    def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
+        state = self.inner.init_state(x0, client_sizes)
+        clash = sorted(set(state) & set(_KEYS))
+        if clash:
+            raise ValueError(f"fast: base {self.base!r} state already has key(s) {clash}")
+        q0 = torch.tensor(self.initial_q(), dtype=torch.float64, device=x0.device)
+        zero = torch.zeros((), dtype=torch.float64, device=x0.device)
+        return {**state, "q": q0, "last_q": q0.clone(), "last_snapshot": zero.clone(), "last_acc": zero.clone()}
+
+    def is_snapshot(self, state: State, ctx: RoundContext) -> bool:
+        if self.schedule == "every":
+            return ctx.round % self.interval == 0
+        peek = torch.Generator(device=ctx.generator.device)
+        peek.set_state(ctx.generator.get_state())
+        draw = torch.rand((), generator=peek, device=ctx.generator.device, dtype=torch.float64).item()
+        return draw < float(state["q"])
+
+    def select(self, state: State, ctx: RoundContext) -> torch.Tensor:
+        if ctx.snapshot is None:
+            raise ValueError("fast needs the trace's pre-drawn uniform snapshot cohorts (RoundContext.snapshot); "
+                             "this trace has none")
+        if self.is_snapshot(state, ctx):
+            return torch.sort(ctx.snapshot).values  # ascending, like the available clients
+        return self.inner.select(state, ctx)
+
+    def start_points(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> torch.Tensor:
+        return self.inner.start_points(state, clients, ctx)
+
+    def correction(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> LocalCorrection | None:
+        return self.inner.correction(state, clients, ctx)
+
+    def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
+        snapshot = self.is_snapshot(state, ctx)
+        new = self.inner.aggregate(state, clients, result, ctx)
+        q, last_acc = state["q"], state["last_acc"]
+        next_q, next_acc = q, last_acc
+        if self.schedule == "adaptive" and len(clients) > 0:
+            next_acc = result.accuracy.mean().to(last_acc)
+            next_q = (q + self.lam * (last_acc - next_acc)).clamp(0.0, 1.0)
+        return {**new, "q": next_q, "last_q": q, "last_snapshot": torch.full_like(q, float(snapshot)),
+                "last_acc": next_acc}
+
+    def eval_models(self, state: State) -> dict[str, torch.Tensor]:
+        return self.inner.eval_models(state)
+
+    def round_metrics(self, state: State) -> dict[str, float]:
+        return {**self.inner.round_metrics(state), "snapshot": int(state["last_snapshot"]),
+                "q": float(state["last_q"])}

@@ -85,22 +85,23 @@ def train_clients_loop(model: FlatModel, data: ClientData, clients: torch.Tensor
     losses = torch.zeros(len(clients), dtype=torch.float64)
     correct = torch.zeros(len(clients), dtype=torch.float64)
     model.module.train()
+    weights, gradient_buffer = model.flat, model.flat_grad
     for j, client in enumerate(clients.tolist()):
-        weights = starts[j].detach().clone().requires_grad_(True)
+        weights.copy_(starts[j])
         row_correction = None if correction is None else correction.row(j)
         with _keyed_dropout(model, seed, round_index, client):
             for x, y in data.client_stream(seed, round_index, client, spec.steps, spec.batch_size):
-                logits = model(weights, x)
+                gradient_buffer.zero_()
+                logits = model.module(x)
                 loss = F.cross_entropy(logits, y)
-                (gradient,) = torch.autograd.grad(loss, weights)
-                gradient = _clip(gradient, spec.grad_clip)
+                loss.backward()
+                gradient = _clip(gradient_buffer, spec.grad_clip)
                 if row_correction is not None:
-                    gradient = row_correction.apply(gradient, weights.detach())
-                with torch.no_grad():
-                    weights.sub_(spec.lr * gradient)
-                    losses[j] += loss.item()
-                    correct[j] += (logits.argmax(1) == y).double().mean().item()
-        ends[j] = weights.detach()
+                    gradient = row_correction.apply(gradient, weights)
+                weights.sub_(spec.lr * gradient)
+                losses[j] += loss.item()
+                correct[j] += (logits.argmax(1) == y).double().mean().item()
+        ends[j] = weights
     steps = max(spec.steps, 1)
     return LocalResult(starts, ends, losses / steps, correct / steps)
 

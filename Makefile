@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CORES ?= all
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: reproduce test report install
+.PHONY: reproduce test report install dvc-track dvc-pull
 
 install: $(STAMP)
 
@@ -25,3 +25,17 @@ report: $(STAMP)
 
 test: $(STAMP)
 	$(PYTHON) -m pytest
+
+# Share a finished run with DVC (README, "Share results with DVC"). Stage-level folders, plus the raw datasets'
+# manifests so that a clone with the results does not download again. Run after a run; then commit the .dvc files.
+DVC_TRACKED = $(wildcard data/prepared data/partitions data/traces results data/raw/*/manifest.json)
+SNAKEMAKE_ARGS ?=
+
+dvc-track: | $(STAMP)
+	$(VENV)/bin/dvc add $(DVC_TRACKED)
+
+# In a clone: fetch the tracked outputs, then mark them up to date for Snakemake (a checkout's modification times
+# say nothing about which file was made first). Pass the run's config, e.g. SNAKEMAKE_ARGS="--configfile config/x.yaml".
+dvc-pull: | $(STAMP)
+	$(VENV)/bin/dvc pull
+	$(VENV)/bin/snakemake --touch --cores 1 $(SNAKEMAKE_ARGS)

@@ -6,6 +6,7 @@ import torch
 from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import RoundContext, run_round
 from fedavail.engine.local import LocalResult
+
 from quadratic import quadratic_local_train, simulate
 
 GENERATOR = torch.Generator()  # F3AST draws nothing

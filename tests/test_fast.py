@@ -8,6 +8,7 @@ from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.fedprox import FedProx
 from fedavail.algorithms.scaffold import Scaffold
 from fedavail.rng import torch_generator
+
 from quadratic import simulate
 
 M, N_SNAPSHOT, T = 8, 3, 24

@@ -6,6 +6,7 @@ import torch
 from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import RoundContext
 from fedavail.rng import torch_generator
+
 from quadratic import simulate
 
 TARGETS = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-3.0, 1.0], [2.0, 2.0]], dtype=torch.float64)

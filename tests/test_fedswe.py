@@ -8,6 +8,7 @@ from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import RoundContext, run_round
 from fedavail.engine.local import LocalResult
 from fedavail.rng import torch_generator
+
 from quadratic import quadratic_local_train, simulate, sqrt_decay
 
 U = torch.tensor([[100.0], [-100.0]], dtype=torch.float64)

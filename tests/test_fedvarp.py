@@ -6,6 +6,7 @@ from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import RoundContext
 from fedavail.engine.local import LocalResult
 from fedavail.rng import torch_generator
+
 from quadratic import simulate, sqrt_decay
 
 TARGETS = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-3.0, 1.0], [2.0, 2.0]], dtype=torch.float64)

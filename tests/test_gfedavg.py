@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from fedavail.algorithms import build_algorithm
+
 from quadratic import simulate
 
 TARGETS = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-3.0, 1.0], [2.0, 2.0]], dtype=torch.float64)

@@ -7,6 +7,7 @@ from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import RoundContext, run_round
 from fedavail.engine.local import LocalResult
 from fedavail.rng import torch_generator
+
 from quadratic import quadratic_local_train, simulate, sqrt_decay
 
 TARGETS = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-3.0, 1.0], [2.0, 2.0]], dtype=torch.float64)

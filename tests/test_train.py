@@ -88,11 +88,15 @@ def test_checkpoint_from_another_spec_is_not_resumed(inputs, tmp_path):
                                   pd.read_parquet(tmp_path / "fresh/metrics.parquet").drop(columns="seconds"))
 
 
-def test_sigkilled_job_resumes_to_the_same_result(inputs, tmp_path):
+def _train_command(inputs, *options):
     spec = _with(SPEC, training__rounds=150, training__eval_every=50)
-    command = [sys.executable, "-m", "fedavail", "train", "--prepared", str(inputs / "data.pt"),
-               "--partition", str(inputs / "partition.npz"), "--trace", str(inputs / "trace.npz"),
-               "--spec", json.dumps(spec), "--checkpoint-every", "2"]
+    return [sys.executable, "-m", "fedavail", "train", "--prepared", str(inputs / "data.pt"),
+            "--partition", str(inputs / "partition.npz"), "--trace", str(inputs / "trace.npz"),
+            "--spec", json.dumps(spec), *options]
+
+
+def test_sigkilled_job_resumes_to_the_same_result(inputs, tmp_path):
+    command = _train_command(inputs, "--checkpoint-every", "2")
     subprocess.run([*command, "--out-dir", str(tmp_path / "whole")], check=True, capture_output=True)
     victim = subprocess.Popen([*command, "--out-dir", str(tmp_path / "killed")], stderr=subprocess.DEVNULL)
     checkpoint = tmp_path / "killed/checkpoint.pt"
@@ -108,10 +112,7 @@ def test_sigkilled_job_resumes_to_the_same_result(inputs, tmp_path):
 
 
 def test_sigterm_checkpoints_and_exits_nonzero(inputs, tmp_path):
-    spec = _with(SPEC, training__rounds=150, training__eval_every=50)
-    command = [sys.executable, "-m", "fedavail", "train", "--prepared", str(inputs / "data.pt"),
-               "--partition", str(inputs / "partition.npz"), "--trace", str(inputs / "trace.npz"),
-               "--spec", json.dumps(spec), "--checkpoint-every", "1000", "--out-dir", str(tmp_path / "run")]
+    command = _train_command(inputs, "--checkpoint-every", "1000", "--out-dir", str(tmp_path / "run"))
     victim = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     log = ""
     while "round 10/" not in log and victim.poll() is None:

@@ -67,6 +67,11 @@ def cmd_trace(args) -> None:
 
 
 def cmd_train(args) -> int:
+    if args.gpu_slots is not None:
+        # Before anything imports torch: CUDA reads CUDA_VISIBLE_DEVICES once, when it initialises.
+        from fedavail.gpu_slots import claim
+
+        claim(args.gpu_slots, args.device)
     from fedavail.train import Execution, run
 
     execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
@@ -83,6 +88,19 @@ def cmd_report(args) -> None:
     from fedavail.report.tables import experiment_report
 
     experiment_report(args.spec, args.run_dirs, args.table_md, args.table_csv, args.figure)
+
+
+def _output(text: str) -> tuple[str, Path]:
+    key, sep, path = text.partition("=")
+    if not sep or not key or not path:
+        raise argparse.ArgumentTypeError(f"--out takes KEY=PATH, got {text!r}")
+    return key, Path(path)
+
+
+def cmd_report_set(args) -> None:
+    from fedavail.report.build import make_report
+
+    make_report(args.spec, args.run_dirs, dict(args.out))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="vmap over clients (auto: on CUDA)")
     train.add_argument("--checkpoint-every", type=int, default=50)
     train.add_argument("--log-every", type=int, default=10)
+    train.add_argument("--gpu-slots", type=Path, default=None, metavar="DIR",
+                       help="with several GPUs visible, lock one device per concurrent job via slot files in DIR "
+                            "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
     train.set_defaults(func=cmd_train)
 
     report = stages.add_parser("report", help="tables and figures of one experiment")
@@ -142,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--table-csv", type=Path, required=True)
     report.add_argument("--figure", type=Path, required=True)
     report.set_defaults(func=cmd_report)
+
+    report_set = stages.add_parser("report-set", help="a cross-experiment table or figure (config `reports:`)")
+    report_set.add_argument("--spec", type=_spec, required=True, help="the report job's spec (JSON)")
+    report_set.add_argument("--run-dirs", type=Path, nargs="*", default=[])
+    report_set.add_argument("--out", type=_output, nargs="+", required=True, help="KEY=PATH for every output")
+    report_set.set_defaults(func=cmd_report_set)
     return parser
 
 

@@ -59,6 +59,16 @@ def check(config: dict) -> None:
                               f"{experiment['partition']!r} has {partition_clients}")
         if training["last_n"] > training["rounds"]:
             raise ConfigError(f"{key}.training.last_n: {training['last_n']} exceeds rounds {training['rounds']}")
+    check_reports(config)
+
+
+def check_reports(config: dict) -> None:
+    """The `reports:` section (fedavail.report.spec): kinds, keys, experiments; and no two outputs collide."""
+    from fedavail.report.spec import validate_outputs, validate_report
+
+    for name, report in (config.get("reports") or {}).items():
+        _wrap(f"reports.{name}", validate_report, name, report, config)
+    _wrap("reports", validate_outputs, config)
 
 
 def _wrap(key: str, validate, *args) -> None:
@@ -107,9 +117,15 @@ class Run:
         return f"results/runs/{self.experiment}/{self.algorithm}/seed{self.seed}"
 
 
+def experiment_seeds(config: dict, experiment: str) -> list[int]:
+    """The experiment's own seeds (e.g. one seed for a cheap sweep), else the config's."""
+    return config["experiments"][experiment].get("seeds", config["seeds"])
+
+
 def runs(config: dict, experiment: str | None = None) -> list[Run]:
     names = [experiment] if experiment else list(config["experiments"])
-    return [Run(e, a, s) for e in names for a in config["experiments"][e]["algorithms"] for s in config["seeds"]]
+    return [Run(e, a, s) for e in names for a in config["experiments"][e]["algorithms"]
+            for s in experiment_seeds(config, e)]
 
 
 def run_spec(config: dict, experiment: str, algorithm: str, seed: int) -> dict:
@@ -122,8 +138,16 @@ def run_spec(config: dict, experiment: str, algorithm: str, seed: int) -> dict:
 def report_spec(config: dict, experiment: str) -> dict:
     exp = config["experiments"][experiment]
     return {"experiment": experiment, "algorithms": {a: config["algorithms"][a] for a in exp["algorithms"]},
-            "seeds": config["seeds"], "last_n": exp["training"]["last_n"], "rounds": exp["training"]["rounds"],
+            "seeds": experiment_seeds(config, experiment), "last_n": exp["training"]["last_n"],
+            "rounds": exp["training"]["rounds"],
             "partition": partition_spec(config, exp["partition"]), "trace": trace_spec(config, exp["trace"])}
+
+
+def report_spec_of(config: dict, name: str) -> dict:
+    """Exactly what cross-experiment report `name` depends on (fedavail.report.spec.job_spec)."""
+    from fedavail.report.spec import job_spec
+
+    return job_spec(config, name)
 
 
 def as_json(obj) -> str:

@@ -1,5 +1,9 @@
 # Helpers shared by the rules: config validation (schema, then fedavail.config.check) and the job grid.
+import math
+import re
+
 import fedavail.config as fc
+import fedavail.report.spec as rs
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -11,6 +15,7 @@ except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 
 EXECUTION = config["execution"]
+TRAINING_SOURCES = fc.training_sources()  # listed once, not once per training job
 
 
 wildcard_constraints:
@@ -41,12 +46,28 @@ def run_dirs(experiment):
 def final_outputs():
     outputs = []
     for experiment in config["experiments"]:
-        outputs += [
-            f"results/tables/{experiment}.md",
-            f"results/tables/{experiment}.csv",
-            f"results/figures/{experiment}_accuracy.png",
-        ]
+        outputs += rs.experiment_outputs(experiment)
+    for name, report in config["reports"].items():
+        outputs += list(rs.output_paths(name, report["kind"]).values())
     return outputs
+
+
+def names_pattern(names):
+    """A wildcard constraint matching exactly these names (none: a pattern that matches nothing)."""
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or "(?!)"
+
+
+def report_run_dirs(wildcards):
+    return rs.run_dirs(config, wildcards.report)
+
+
+def report_inputs(wildcards):
+    dirs = report_run_dirs(wildcards)
+    return {"metrics": [f"{d}/metrics.parquet" for d in dirs], "summaries": [f"{d}/summary.json" for d in dirs]}
+
+
+def report_caption(wildcards):
+    return rs.rst_escape(rs.caption(fc.report_spec_of(config, wildcards.report)))
 
 
 def trace_inputs(wildcards):
@@ -66,9 +87,29 @@ def train_inputs(wildcards):
         "prepared": prepared_file(partition["dataset"]),
         "partition": partition_file(experiment["partition"], wildcards.seed),
         "trace": trace_file(experiment["trace"], wildcards.seed),
-        "code": fc.training_sources(),
+        "code": TRAINING_SOURCES,
     }
 
 
 def trace_partition_option(wildcards, input):
     return f"--partition {input.partition}" if "partition" in input.keys() else ""
+
+
+def train_mem_mb(wildcards, input, attempt):
+    """Host memory of a training job: a base for Python, torch (and a CUDA context) plus a multiple of its inputs."""
+    return int((3000 + 4 * input.size_mb) * attempt)
+
+
+def train_runtime(wildcards, attempt):
+    """A training job's time limit in minutes: 10 + rounds x execution.seconds_per_round, times the attempt."""
+    rounds = config["experiments"][wildcards.experiment]["training"]["rounds"]
+    return int(math.ceil(10 + rounds * EXECUTION["seconds_per_round"] / 60)) * attempt
+
+
+def train_execution_options(wildcards, threads):
+    """How a training job runs, not what it computes (execution.*). A params function that takes `threads` counts as
+    derived, so Snakemake leaves it out of the params that trigger reruns: changing these reruns nothing."""
+    return (
+        f"--threads {threads} --device {EXECUTION['device']} --batched {EXECUTION['batched']} "
+        f"--checkpoint-every {EXECUTION['checkpoint_every']} --log-every {EXECUTION['log_every']}"
+    )

@@ -4,6 +4,8 @@
 rule download:
     output:
         manifest="data/raw/{dataset}/manifest.json",
+    # On a cluster, downloads run where Snakemake runs: compute nodes often have no internet.
+    localrule: True
     wildcard_constraints:
         dataset="|".join(fc.PAPER_DATASETS),
     log:

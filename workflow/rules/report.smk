@@ -1,4 +1,7 @@
-# Reports: per experiment, a table of mean ± std over seeds of the last-N-round test accuracy, and accuracy curves.
+# Reports. Per experiment: a table of mean ± std over seeds of the last-N-round test accuracy, and accuracy curves.
+# Across experiments (config `reports:`, fedavail.report.spec): the papers' tables (Markdown, LaTeX, CSV, and the
+# published values beside ours) and figures (PNG, PDF, and the plotted numbers as CSV). Each report job's params are
+# exactly its own slice of the config, so editing one report reruns only that report.
 
 
 rule report_experiment:
@@ -19,6 +22,8 @@ rule report_experiment:
             category="Figures",
             labels={"experiment": "{experiment}"},
         ),
+    wildcard_constraints:
+        experiment=names_pattern(config["experiments"]),
     params:
         spec=lambda w: fc.as_json(fc.report_spec(config, w.experiment)),
         run_dirs=lambda w: run_dirs(w.experiment),
@@ -29,3 +34,93 @@ rule report_experiment:
     shell:
         "fedavail report --spec {params.spec:q} --run-dirs {params.run_dirs} --table-md {output.md} "
         "--table-csv {output.csv} --figure {output.figure} > {log} 2>&1"
+
+
+rule report_paper_table:
+    input:
+        unpack(report_inputs),
+    output:
+        md=report(
+            "results/tables/{report}.md",
+            caption="../report/report.rst",
+            category="Paper tables",
+            labels={"report": "{report}", "content": "ours"},
+        ),
+        tex="results/tables/{report}.tex",
+        csv="results/tables/{report}.csv",
+        paper_md=report(
+            "results/tables/{report}_paper.md",
+            caption="../report/paper.rst",
+            category="Paper tables",
+            labels={"report": "{report}", "content": "paper vs ours"},
+        ),
+        paper_tex="results/tables/{report}_paper.tex",
+        paper_csv="results/tables/{report}_paper.csv",
+    wildcard_constraints:
+        report=names_pattern(rs.report_names(config, "paper_table")),
+    params:
+        spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
+        run_dirs=report_run_dirs,
+        caption=report_caption,
+    log:
+        "logs/report_set/{report}.log",
+    conda:
+        "../envs/fedavail.yaml"
+    shell:
+        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs} --out md={output.md} "
+        "tex={output.tex} csv={output.csv} paper_md={output.paper_md} paper_tex={output.paper_tex} "
+        "paper_csv={output.paper_csv} > {log} 2>&1"
+
+
+rule report_table:
+    input:
+        unpack(report_inputs),
+    output:
+        md=report(
+            "results/tables/{report}.md",
+            caption="../report/report.rst",
+            category="Tables",
+            labels={"report": "{report}"},
+        ),
+        tex="results/tables/{report}.tex",
+        csv="results/tables/{report}.csv",
+    wildcard_constraints:
+        report=names_pattern(rs.report_names(config, "table")),
+    params:
+        spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
+        run_dirs=report_run_dirs,
+        caption=report_caption,
+    log:
+        "logs/report_set/{report}.log",
+    conda:
+        "../envs/fedavail.yaml"
+    shell:
+        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs} --out md={output.md} "
+        "tex={output.tex} csv={output.csv} > {log} 2>&1"
+
+
+rule report_figure:
+    input:
+        unpack(report_inputs),
+    output:
+        png=report(
+            "results/figures/{report}.png",
+            caption="../report/report.rst",
+            category="Paper figures",
+            labels={"report": "{report}"},
+        ),
+        pdf="results/figures/{report}.pdf",
+        csv="results/figures/{report}.csv",
+    wildcard_constraints:
+        report=names_pattern(rs.report_names(config, "figure")),
+    params:
+        spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
+        run_dirs=report_run_dirs,
+        caption=report_caption,
+    log:
+        "logs/report_set/{report}.log",
+    conda:
+        "../envs/fedavail.yaml"
+    shell:
+        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs} --out png={output.png} "
+        "pdf={output.pdf} csv={output.csv} > {log} 2>&1"

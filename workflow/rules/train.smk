@@ -10,16 +10,21 @@ rule train:
         summary="results/runs/{experiment}/{algorithm}/seed{seed}/summary.json",
     params:
         spec=lambda w: fc.as_json(fc.run_spec(config, w.experiment, w.algorithm, int(w.seed))),
-        execution=(
-            f"--device {EXECUTION['device']} --batched {EXECUTION['batched']} "
-            f"--checkpoint-every {EXECUTION['checkpoint_every']} --log-every {EXECUTION['log_every']}"
-        ),
+        execution=train_execution_options,
     threads: EXECUTION["train_threads"]
+    resources:
+        # On clusters (profiles/slurm): one GPU unless the run is CPU-only (a GPU-less cluster overrides with
+        # --set-resources train:gpu=0), the job's threads per GPU, memory from the data size, and a time limit from
+        # the run's rounds; retries get more of both. Locally `gpu` only counts (profiles/local-gpu caps it).
+        gpu=0 if EXECUTION["device"] == "cpu" else 1,
+        cpus_per_gpu=EXECUTION["train_threads"],
+        mem_mb=train_mem_mb,
+        runtime=train_runtime,
     log:
         "logs/train/{experiment}/{algorithm}/seed{seed}.log",
     conda:
         "../envs/fedavail.yaml"
     shell:
         "fedavail train --prepared {input.prepared} --partition {input.partition} --trace {input.trace} "
-        "--out-dir $(dirname {output.metrics}) --spec {params.spec:q} --threads {threads} {params.execution} "
-        "> {log} 2>&1"
+        "--out-dir $(dirname {output.metrics}) --spec {params.spec:q} {params.execution} "
+        "--gpu-slots .snakemake/fedavail-gpu-slots > {log} 2>&1"

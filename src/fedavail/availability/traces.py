@@ -14,7 +14,9 @@ Models (spec["model"]) and their keys (defaults in _MODEL_KEYS):
 - "fast" (papers/fast.txt §3.2, authors' code): a cohort of n = round(fraction·m) distinct clients per round,
   uniform or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2. prob = n/m for uniform, None for the
   skewed ones.
-- "bernoulli": p_i^t = p (a number or one per client).
+- "bernoulli": p_i^t = clip(p f(t), 0, 1) with p a number or one per client, and f the fedswe model's stationary
+  (f = 1, the default), staircase or sine modulation (`dynamics`, `period`, `gamma`, `low`): FedSWE Fig. 3's
+  p_i^t = p·[γ sin(0.1πt) + 1 − γ] for every client is dynamics "sine", period 20.
 - "markov": on/off chain per client (p_on = P(off→on), p_off = P(on→off)), started stationary; prob = the marginal
   π = p_on/(p_on + p_off), not the probability given the previous round.
 - "cyclic": K groups of consecutive clients; group ⌊iK/m⌋ has p_i^t = p while ⌊t/active_rounds⌋ mod K is its
@@ -55,11 +57,12 @@ _MODEL_KEYS = {
         "class_mix": "nu",
     },
     "fast": {"distribution": REQUIRED, "fraction": 0.1},
-    "bernoulli": {"p": REQUIRED},
+    "bernoulli": {"p": REQUIRED, "dynamics": "stationary", "period": 20, "gamma": 0.3, "low": 0.4},
     "markov": {"p_on": REQUIRED, "p_off": REQUIRED},
     "cyclic": {"groups": REQUIRED, "p": REQUIRED, "active_rounds": 1},
 }
 FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
+BERNOULLI_DYNAMICS = ("stationary", "staircase", "sine")
 FAST_DISTRIBUTIONS = ("uniform", *models.SKEWED_DISTRIBUTIONS)
 STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
 
@@ -121,6 +124,12 @@ def validate_trace_spec(spec: dict) -> None:
             raise ValueError(f"trace spec key 'fraction' must be in (0, 1], got {fraction!r}")
     elif model == "bernoulli":
         _check_probabilities(spec, "p", allow_list=True)
+        _check_choice(spec, "dynamics", BERNOULLI_DYNAMICS)
+        if "period" in spec:
+            _check_int(spec, "period", 1)
+        for key in ("gamma", "low"):
+            if key in spec:
+                _check_probabilities(spec, key, allow_list=False)
     elif model == "markov":
         _check_probabilities(spec, "p_on", allow_list=True)
         _check_probabilities(spec, "p_off", allow_list=True)
@@ -199,6 +208,10 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
         available = models.cohort_mask(cohorts, num_clients)
     elif model == "bernoulli":
         prob = np.broadcast_to(_per_client(spec, "p", num_clients), (rounds, num_clients))
+        if spec["dynamics"] != "stationary":
+            modulation = (models.staircase(rounds, spec["period"], spec["low"]) if spec["dynamics"] == "staircase"
+                          else models.sine(rounds, spec["period"], spec["gamma"]))
+            prob = np.clip(prob * modulation[:, None], 0.0, 1.0)
         available = models.bernoulli_availability(prob, round_rng)
     elif model == "markov":
         p_on, p_off = _per_client(spec, "p_on", num_clients), _per_client(spec, "p_off", num_clients)

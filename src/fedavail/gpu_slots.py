@@ -1,0 +1,129 @@
+"""Lock-file GPU slots: each concurrent training job on a several-GPU workstation gets its own device.
+
+Snakemake's `gpu` resource (profiles/local-gpu sets `resources: gpu=<number of GPUs>`) only caps how many training
+jobs run at once; it assigns no device, so without help every job would land on GPU 0. Before torch initialises CUDA,
+`fedavail train --gpu-slots DIR` takes an exclusive lock on one slot file per (host, device) under DIR and sets
+CUDA_VISIBLE_DEVICES to that device alone. Locks are `fcntl.flock` locks held by the training process for its life:
+the kernel releases them when it exits, however it exits (normal end, exception, SIGKILL), so a crashed job never
+leaves a slot taken.
+
+When every device already has a holder (more concurrent jobs than GPUs, e.g. a plain run without the profile) the job
+does not wait: it takes a slot on the next "level" (a second job on a device), so jobs spread evenly over the devices.
+
+Nothing happens (CUDA_VISIBLE_DEVICES is left as it is) when the run asks for a fixed device (`cpu`, `cuda:N`) or at
+most one device is visible: e.g. inside a SLURM job that was given one GPU, where SLURM already set
+CUDA_VISIBLE_DEVICES. This module must not import torch.
+"""
+
+import fcntl
+import logging
+import os
+import re
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+log = logging.getLogger("fedavail.gpu_slots")
+
+DEFAULT_DIR = ".snakemake/fedavail-gpu-slots"
+MAX_LEVELS = 64
+_HIDDEN = ("", "-1", "none", "NoDevFiles")
+_held: list["Slot"] = []  # slots claimed by this process: kept referenced (and locked) until it exits
+
+
+@dataclass
+class Slot:
+    device: str
+    level: int
+    path: Path
+    handle: IO = field(repr=False)
+
+    def release(self) -> None:
+        if not self.handle.closed:
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+
+
+def visible_devices(environ: dict | None = None) -> list[str]:
+    """The devices this process may use: CUDA_VISIBLE_DEVICES when set (a scheduler or the user chose), else every
+    GPU (or MIG instance) that `nvidia-smi -L` lists; [] without NVIDIA GPUs."""
+    environ = os.environ if environ is None else environ
+    value = environ.get("CUDA_VISIBLE_DEVICES")
+    if value is not None:
+        if value.strip() in _HIDDEN:
+            return []
+        return [d.strip() for d in value.split(",") if d.strip()]
+    return _nvidia_smi_devices()
+
+
+def _nvidia_smi_devices() -> list[str]:
+    try:
+        result = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if result.returncode != 0:
+        return []
+    devices, gpu_index = [], -1
+    for line in result.stdout.splitlines():
+        if line.startswith("GPU "):
+            gpu_index += 1
+            devices.append(str(gpu_index))
+        elif "MIG" in line and (uuid := re.search(r"UUID:\s*(MIG-[^)\s]+)", line)):
+            # A MIG-enabled GPU is used through its instances, addressed by UUID.
+            if devices and devices[-1] == str(gpu_index):
+                devices.pop()
+            devices.append(uuid.group(1))
+    return devices
+
+
+def gpu_count() -> int:
+    """How many devices jobs can be spread over (FEDAVAIL_GPUS overrides detection); profiles/local-gpu uses it."""
+    override = os.environ.get("FEDAVAIL_GPUS")
+    if override:
+        return int(override)
+    return len(visible_devices())
+
+
+def acquire(slot_dir: str | os.PathLike, devices: list[str], host: str | None = None) -> Slot:
+    """Lock the first free slot: devices in order on level 0 (one job per device), then level 1, and so on."""
+    if not devices:
+        raise ValueError("no devices to choose from")
+    slot_dir = Path(slot_dir)
+    slot_dir.mkdir(parents=True, exist_ok=True)
+    host = host or socket.gethostname()
+    for level in range(MAX_LEVELS):
+        for device in devices:
+            path = slot_dir / f"{_safe(host)}.gpu-{_safe(device)}.{level}.lock"
+            handle = open(path, "a+")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            return Slot(device, level, path, handle)
+    raise RuntimeError(f"all {MAX_LEVELS} levels of {len(devices)} GPU slots under {slot_dir} are taken")
+
+
+def claim(slot_dir: str | os.PathLike, requested_device: str = "auto") -> Slot | None:
+    """Give this process one device via CUDA_VISIBLE_DEVICES (call before torch touches CUDA); None if not needed."""
+    if requested_device not in ("auto", "cuda"):
+        return None
+    devices = visible_devices()
+    if len(devices) < 2:
+        return None
+    slot = acquire(slot_dir, devices)
+    _held.append(slot)
+    os.environ["CUDA_VISIBLE_DEVICES"] = slot.device
+    log.info("GPU slot: CUDA_VISIBLE_DEVICES=%s (%s of %s; %s)", slot.device,
+             "sole user" if slot.level == 0 else f"sharing, level {slot.level}", ",".join(devices), slot.path)
+    return slot
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)

@@ -1,0 +1,400 @@
+"""Cross-experiment reports on synthetic runs: the numbers of every table kind, the ranking marks, the paper
+comparison, and every output file of every kind (tables and figures)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fedavail.config as fc
+from fedavail.report import build, compare, labels, render, runs, spec, tables
+
+ROUNDS = 100
+
+
+def write_run(root, experiment, algorithm, seed, test, train=None, rounds=ROUNDS, eval_every=10, last_n=20,
+              diverged_at=None, extra=None, state_bytes=4000):
+    """A run whose evaluated test accuracy at round t is test(t) (train(t) for train accuracy), evaluated like
+    fedavail.train: every eval_every rounds and every round of the last last_n; stopped after diverged_at."""
+    rows = []
+    stop = rounds if diverged_at is None else diverged_at + 1
+    for t in range(stop):
+        row = {"round": t, "participants": 3, "lr": 0.1, "local_loss": 1.0, "local_acc": 0.5}
+        if extra:
+            row.update({k: f(t) for k, f in extra.items()})
+        evaluated = (t % eval_every == 0 or t >= rounds - last_n) and t != diverged_at
+        row["test_acc"] = test(t) if evaluated else np.nan
+        row["train_acc"] = (train or test)(t) if evaluated else np.nan
+        rows.append(row)
+    directory = root / f"results/runs/{experiment}/{algorithm}/seed{seed}"
+    directory.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_parquet(directory / "metrics.parquet")
+    summary = {"experiment": experiment, "algorithm_id": algorithm, "seed": seed, "diverged_at": diverged_at,
+               "state_bytes": state_bytes, "dimension": 1000, "wall_seconds": 2.0, "peak_memory_bytes": 2**20,
+               "rounds_completed": stop}
+    (directory / "summary.json").write_text(json.dumps(summary))
+    return directory
+
+
+def config_with(experiments: dict, algorithms: dict, reports: dict, seeds=(0, 1)):
+    """A config: experiments {name: (dataset, dynamics, gamma, alpha, algorithm names)}."""
+    partitions, traces, exps = {}, {}, {}
+    for name, (dataset, dynamics, gamma, alpha, algs) in experiments.items():
+        partitions[f"p_{name}"] = {"dataset": dataset, "scheme": "client_dirichlet", "num_clients": 100,
+                                   "alpha": alpha}
+        trace = {"model": "fedswe", "partition": f"p_{name}", "rounds": ROUNDS, "dynamics": dynamics}
+        if gamma is not None:
+            trace["gamma"] = gamma
+        traces[f"t_{name}"] = trace
+        exps[name] = {"partition": f"p_{name}", "trace": f"t_{name}", "algorithms": list(algs),
+                      "training": {"model": "small_cnn", "rounds": ROUNDS, "local_steps": 5, "last_n": 20,
+                                   "eval_every": 10}}
+    return {"seeds": list(seeds), "partitions": partitions, "traces": traces, "algorithms": algorithms,
+            "experiments": exps, "reports": reports}
+
+
+ALGS = {"swe": {"algorithm": "fedswe", "k": 100, "lr": 0.1}, "avg": {"algorithm": "fedavg", "weighting": "active",
+        "lr": 0.05}, "all": {"algorithm": "fedavg", "weighting": "all", "lr": 0.05},
+        "known": {"algorithm": "fedavg", "weighting": "known", "lr": 0.1}, "mifa": {"algorithm": "mifa", "lr": 0.05}}
+
+
+def constant(value):
+    return lambda t: value
+
+
+# ---------------------------------------------------------------- run statistics
+
+
+def test_window_mean_uses_only_evaluated_rounds_of_the_last_n(tmp_path):
+    d = write_run(tmp_path, "e", "a", 0, test=lambda t: t / 100, last_n=5)
+    run = pd.read_parquet(d / "metrics.parquet")
+    assert runs.window_mean(run, "test_acc", 5, ROUNDS) == pytest.approx(np.mean([95, 96, 97, 98, 99]) / 100)
+    # A 50-round window sees rounds 50, 60, 70, 80, 90 (every 10th) and 95..99 (the last 5, every round).
+    expected = np.mean([50, 60, 70, 80, 90, 95, 96, 97, 98, 99]) / 100
+    assert runs.window_mean(run, "test_acc", 50, ROUNDS) == pytest.approx(expected)
+    assert np.isnan(runs.window_mean(run, "consensus_error", 5, ROUNDS))
+
+
+def test_last_values_ratio_and_first_reaching(tmp_path):
+    d = write_run(tmp_path, "e", "a", 0, test=lambda t: t / 100, extra={"snapshot": lambda t: int(t % 4 == 0)})
+    run = pd.read_parquet(d / "metrics.parquet")
+    assert runs.last_values(run, "test_acc", 5).tolist() == pytest.approx([0.95, 0.96, 0.97, 0.98, 0.99])
+    assert runs.arbitrary_ratio(run) == pytest.approx(0.75)
+    curve = runs.sampled_curve(run, "test_acc", 20, ROUNDS)
+    assert list(curve.index) == [0, 20, 40, 60, 80]
+    assert runs.first_reaching(curve, 0.4) == 40 and runs.first_reaching(curve, 0.41) == 60
+    assert runs.first_reaching(curve, 0.95) is None
+
+
+# ---------------------------------------------------------------- FedSWE Table 2 style
+
+
+@pytest.fixture
+def table2(tmp_path):
+    # Final test accuracies per seed: swe 0.80/0.84, avg 0.70/0.72, all 0.60/0.60, known 0.90/0.90 (group 2).
+    values = {"swe": (0.80, 0.84), "avg": (0.70, 0.72), "all": (0.60, 0.60), "known": (0.90, 0.90)}
+    dirs = []
+    for experiment in ("svhn_sine", "mnist_sine"):
+        for algorithm, per_seed in values.items():
+            for seed, value in enumerate(per_seed):
+                dirs.append(write_run(tmp_path, experiment, algorithm, seed, constant(value),
+                                      train=constant(value + 0.01)))
+    experiments = {"svhn_sine": ("svhn", "sine", 0.3, 0.1, list(values)),
+                   "mnist_sine": ("mnist5k", "sine", 0.3, 0.1, list(values))}
+    config = config_with(experiments, ALGS, {"t2": {"kind": "fedswe_table", "experiments": list(experiments),
+                                                    "last_n": 20}})
+    spec.validate_report("t2", config["reports"]["t2"], config)
+    return spec.job_spec(config, "t2"), dirs
+
+
+def test_fedswe_table_numbers_and_marks(table2):
+    job, dirs = table2
+    loaded = runs.load(dirs)
+    table, frame, cells = tables.accuracy_table(job, loaded)
+    swe = frame[(frame["experiment"] == "svhn_sine") & (frame["algorithm"] == "swe") & (frame["metric"] == "test_acc")]
+    assert swe["mean"].item() == pytest.approx(82.0) and swe["std"].item() == pytest.approx(2.0)
+    train = frame[(frame["algorithm"] == "avg") & (frame["metric"] == "train_acc")]
+    assert train["mean"].tolist() == pytest.approx([72.0, 72.0])
+    markdown = render.to_markdown(table)
+    # Group 1 (swe, avg, all): swe best (bold), avg second (underlined); known (group 2) is higher but unranked.
+    assert "**82.0 ± 2.0**" in markdown and "<u>71.0 ± 1.0</u>" in markdown
+    assert "**90.0" not in markdown and "90.0 ± 0.0" in markdown
+    latex = render.to_latex(table)
+    assert r"\textbf{82.0 $\pm$ 2.0}" in latex and r"\underline{71.0 $\pm$ 1.0}" in latex
+
+
+def test_rank_marks_ties_and_nan():
+    marks = render.rank_marks({"a": 0.5, "b": 0.5, "c": 0.4, "d": float("nan"), "e": 0.3}, 1)
+    assert marks == {"a": "best", "b": "best", "c": "second"}
+
+
+def test_paper_comparison_only_for_matching_cells(table2):
+    job, dirs = table2
+    _, _, cells = tables.accuracy_table(job, runs.load(dirs))
+    result = compare.compare(cells, spec.PAPER_SOURCES["fedswe_table"])
+    # SVHN sine cells match Table 2; the MNIST-5k cells are never compared.
+    assert set(result["experiment"]) == {"svhn_sine"}
+    assert set(result["dataset"]) == {"svhn"}
+    swe = result[(result["identity"] == "fedswe_k100") & (result["metric"] == "test_acc")].iloc[0]
+    assert swe["paper_mean"] == 85.8 and swe["paper_std"] == 0.8
+    assert swe["difference"] == pytest.approx(82.0 - 85.8) and not swe["within_std"]
+    known = result[(result["identity"] == "fedavg_known") & (result["metric"] == "test_acc")].iloc[0]
+    assert known["paper_mean"] == 86.0 and known["difference"] == pytest.approx(4.0) and not known["within_std"]
+    # 'all' trains 60% vs the paper's 71.3 ± 2.5
+    assert len(result) == 8  # 4 algorithms x train/test
+
+
+def test_comparison_within_std_and_gamma_must_agree():
+    paper = compare.paper_values()
+    ours = pd.DataFrame([
+        {"experiment": "e", "algorithm": "x", "identity": "fedavg_active", "dataset": "svhn", "dynamics": "sine",
+         "alpha": 0.1, "gamma": 0.3, "metric": "test_acc", "mean": 82.5, "std": 0.5, "seeds": 3, "rounds": 2000,
+         "clients": 100},
+        {"experiment": "f", "algorithm": "x", "identity": "fedavg_active", "dataset": "svhn", "dynamics": "sine",
+         "alpha": 0.1, "gamma": 0.25, "metric": "test_acc", "mean": 82.5, "std": 0.5, "seeds": 3, "rounds": 2000,
+         "clients": 100},
+        {"experiment": "g", "algorithm": "x", "identity": "fedavg_active", "dataset": "svhn", "dynamics": "sine",
+         "alpha": 0.05, "gamma": 0.3, "metric": "test_acc", "mean": 70.0, "std": 0.5, "seeds": 3, "rounds": 2000,
+         "clients": 100}])
+    result = compare.compare(ours, spec.PAPER_SOURCES["sweep"], paper)
+    assert list(result["experiment"]) == ["e", "g"]  # γ = 0.25 is no published cell
+    e = result.iloc[0]
+    assert e["source"] == "FedSWE Table 8" and e["paper_mean"] == 82.0 and e["within_std"]  # |0.5| <= 1.3
+    g = result.iloc[1]
+    assert g["source"] == "FedSWE Table 9" and g["paper_mean"] == 78.5 and not g["within_std"]
+
+
+def test_paper_values_csv_is_complete():
+    paper = compare.paper_values()
+    counts = paper["source"].value_counts()
+    assert counts["FedSWE Table 2"] == 3 * 3 * 10 * 2 and counts["FedSWE Table 7"] == 12 * 7
+    assert counts["FedSWE Table 8"] == 3 * 7 * 2 and counts["FedSWE Table 9"] == 3 * 7 * 2
+    t2 = paper[paper["source"] == "FedSWE Table 2"]
+    assert (t2["std"] > 0).all() and t2["mean"].between(30, 95).all()
+    never = paper[(paper["source"] == "FedSWE Table 7") & paper["mean"].isna()]
+    assert set(never["algorithm"]) == {"fedavg_all"} and len(never) == 3
+    # Table 8 at γ = 0.3 repeats Table 2's SVHN sine cells.
+    t8 = paper[(paper["source"] == "FedSWE Table 8") & (paper["gamma"] == 0.3)]
+    for row in t8.itertuples():
+        twin = t2[(t2["dataset"] == "svhn") & (t2["dynamics"] == "sine") & (t2["algorithm"] == row.algorithm)
+                  & (t2["metric"] == row.metric)]
+        assert twin["mean"].item() == row.mean and twin["std"].item() == row.std
+
+
+# ---------------------------------------------------------------- Table 7, FAST, memory
+
+
+def test_rounds_to_target_first_sampled_round_and_dash(tmp_path):
+    dirs = [write_run(tmp_path, "svhn_sine", "avg", s, test=lambda t, s=s: min(0.9, t / 100 + 0.05 * s))
+            for s in (0, 1)]
+    dirs += [write_run(tmp_path, "svhn_sine", "all", s, test=constant(0.3)) for s in (0, 1)]
+    config = config_with({"svhn_sine": ("svhn", "sine", 0.3, 0.1, ["avg", "all"])}, ALGS,
+                         {"t7": {"kind": "rounds_to_target", "experiments": ["svhn_sine"], "targets": [0.2, 0.4, 0.8],
+                                 "sample_every": 20}})
+    spec.validate_report("t7", config["reports"]["t7"], config)
+    table, frame, _ = tables.rounds_to_target_table(spec.job_spec(config, "t7"), runs.load(dirs))
+    avg = frame[frame["algorithm"] == "avg"].set_index("metric")["mean"]
+    # mean curve t/100 + 0.025: reaches 0.2 at sampled round 20 (0.225), 0.4 at 40 (0.425), 0.8 at 80 (0.825).
+    assert avg.to_dict() == {"rounds_to_20": 20, "rounds_to_40": 40, "rounds_to_80": 80}
+    flat = frame[frame["algorithm"] == "all"].set_index("metric")["mean"]
+    assert flat["rounds_to_20"] == 0 and np.isnan(flat["rounds_to_40"])
+    markdown = render.to_markdown(table)
+    assert "| FedAvg over all | 0 | — | — |" in markdown
+    result = compare.compare(frame, spec.PAPER_SOURCES["rounds_to_target"])
+    row = result[(result["identity"] == "fedavg_active") & (result["metric"] == "rounds_to_40")].iloc[0]
+    assert row["paper_mean"] == 80 and row["difference"] == -40 and row["within_std"] is pd.NA
+
+
+def test_rounds_to_target_auto_targets(tmp_path):
+    dirs = [write_run(tmp_path, "e", "avg", 0, test=lambda t: min(0.87, t / 50))]
+    config = config_with({"e": ("svhn", "sine", 0.3, 0.1, ["avg"])}, ALGS,
+                         {"t7": {"kind": "rounds_to_target", "experiments": ["e"]}}, seeds=[0])
+    _, frame, _ = tables.rounds_to_target_table(spec.job_spec(config, "t7"), runs.load(dirs))
+    # best 87% -> rounded down to 80% -> quarters 20, 40, 60, 80.
+    assert list(frame["metric"]) == ["rounds_to_20", "rounds_to_40", "rounds_to_60", "rounds_to_80"]
+
+
+def test_fast_table_last5_and_ratio(tmp_path):
+    fast = {"algorithm": "fast", "base": "fedavg", "schedule": "adaptive", "lam": 1, "lr": 0.05}
+    dirs = []
+    for seed in (0, 1):
+        dirs.append(write_run(tmp_path, "fm_gamma", "fedavg", seed, test=lambda t, s=seed: 0.5 + 0.01 * s,
+                              last_n=1))
+        dirs.append(write_run(tmp_path, "fm_gamma", "ada", seed, test=lambda t: t / 100, last_n=1,
+                              extra={"snapshot": lambda t, s=seed: int(t < 10 * (s + 1)), "q": constant(0.1)}))
+    config = config_with({"fm_gamma": ("fashion_mnist", "stationary", None, 0.05, ["fedavg", "ada"])},
+                         {"fedavg": ALGS["avg"], "ada": fast},
+                         {"f": {"kind": "fast_table", "experiments": ["fm_gamma"]}})
+    table, frame, _ = tables.fast_table(spec.job_spec(config, "f"), runs.load(dirs))
+    acc = frame[(frame["algorithm"] == "ada") & (frame["metric"] == "test_acc")].iloc[0]
+    # Evaluated rounds 0, 10, ..., 90 and 99: the last five are 60, 70, 80, 90, 99 (both seeds alike).
+    values = np.array([60, 70, 80, 90, 99]) / 100
+    assert acc["mean"] == pytest.approx(100 * values.mean()) and acc["std"] == pytest.approx(100 * values.std())
+    ratio = frame[(frame["algorithm"] == "ada") & (frame["metric"] == "ratio")].iloc[0]
+    assert ratio["mean"] == pytest.approx(100 * np.mean([0.9, 0.8]))  # seeds: 10 and 20 snapshot rounds of 100
+    base = frame[(frame["algorithm"] == "fedavg") & (frame["metric"] == "test_acc")].iloc[0]
+    assert base["mean"] == pytest.approx(50.5) and base["std"] == pytest.approx(0.5)
+    assert np.isnan(frame[(frame["algorithm"] == "fedavg") & (frame["metric"] == "ratio")]["mean"].item())
+    markdown = render.to_markdown(table)
+    assert "FAST Ada.(def.) Ratio" in markdown and "85.0%" in markdown and "50.50 ± 0.50" in markdown
+
+
+def test_config_order_survives_the_sorted_json_spec(tmp_path):
+    algorithms = {"zeta": ALGS["avg"], "alpha": ALGS["swe"], "mid": ALGS["all"]}
+    experiments = {"z_exp": ("svhn", "sine", 0.3, 0.1, ["zeta", "alpha", "mid"]),
+                   "a_exp": ("svhn", "sine", 0.2, 0.1, ["mid", "zeta"])}
+    dirs = [write_run(tmp_path, e, a, s, constant(0.5)) for e, (*_, algs) in experiments.items() for a in algs
+            for s in (0, 1)]
+    config = config_with(experiments, algorithms, {"f": {"kind": "fast_table", "experiments": ["z_exp", "a_exp"]}})
+    job = json.loads(fc.as_json(spec.job_spec(config, "f")))
+    assert list(job["experiments"]) == ["a_exp", "z_exp"]  # what the rule's JSON does to mappings
+    table, _, _ = tables.fast_table(job, runs.load(dirs))
+    assert table.columns == ["experiment", "FedAvg over active", "FedSWE (k = 100)", "FedAvg over all"]
+    assert [row[0] for row in table.rows] == ["SVHN α = 0.1 sine", "SVHN α = 0.1 sine"]
+    assert table.rows[1][2] == "n/a"  # a_exp (second row) did not run alpha
+
+
+def test_diverged_runs_are_marked_not_dropped(tmp_path):
+    dirs = [write_run(tmp_path, "e", "avg", 0, constant(0.7)),
+            write_run(tmp_path, "e", "avg", 1, constant(0.5), diverged_at=30),
+            write_run(tmp_path, "e", "swe", 0, constant(0.6), diverged_at=10),
+            write_run(tmp_path, "e", "swe", 1, constant(0.6), diverged_at=12)]
+    config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])}, ALGS,
+                         {"t": {"kind": "fedswe_table", "experiments": ["e"], "last_n": 20}})
+    table, frame, _ = tables.accuracy_table(spec.job_spec(config, "t"), runs.load(dirs))
+    avg = frame[(frame["algorithm"] == "avg") & (frame["metric"] == "test_acc")].iloc[0]
+    assert avg["mean"] == pytest.approx(70.0) and avg["seeds"] == 2 and avg["diverged"] == "seed 1 at round 30"
+    markdown = render.to_markdown(table)
+    assert "70.0 ± 0.0 †" in markdown and "diverged †" in markdown
+    assert "† diverged (NaN/inf), kept and marked: e / FedAvg over active: seed 1 at round 30." in markdown
+
+
+def test_memory_table(tmp_path):
+    dirs = [write_run(tmp_path, "e", "avg", s, constant(0.5), state_bytes=4000) for s in (0, 1)]
+    dirs += [write_run(tmp_path, "e", "mifa", s, constant(0.5), state_bytes=4000 * 101) for s in (0, 1)]
+    config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "mifa"])}, ALGS,
+                         {"m": {"kind": "memory", "experiments": ["e"]}})
+    table, frame, _ = tables.memory_table(spec.job_spec(config, "m"), runs.load(dirs))
+    assert frame.set_index("algorithm")["model_copies"].to_dict() == {"avg": 1.0, "mifa": 101.0}
+
+
+# ---------------------------------------------------------------- labels and spec
+
+
+def test_canonical_identities():
+    assert labels.canonical({"algorithm": "fedswe", "k": 0}) == "fedswe_k0"
+    assert labels.canonical({"algorithm": "fedswe"}) == "fedswe_k100"
+    assert labels.canonical({"algorithm": "fedavg", "weighting": "known"}) == "fedavg_known"
+    assert labels.canonical({"algorithm": "fast", "schedule": "adaptive", "lam": 7}) == "fast_ada7"
+    assert labels.canonical({"algorithm": "fast", "base": "scaffold", "q": 0.5}) == "fastplus_scaffold_q0.5"
+    assert labels.display("fast_ada1") == "FAST Ada.(def.)" and labels.display("fedswe_k100") == "FedSWE (k = 100)"
+    assert labels.group("mifa") == labels.group("fedavg_known") == 2 and labels.group("fedswe_k0") == 1
+
+
+@pytest.mark.parametrize("report, message", [
+    ({"kind": "nope"}, "kind"),
+    ({"kind": "fedswe_table", "experiments": ["e"], "colour": 1}, "colour"),
+    ({"kind": "fedswe_table", "experiments": ["missing"]}, "missing"),
+    ({"kind": "fedswe_table", "experiments": []}, "experiments"),
+    ({"kind": "sweep", "experiments": ["e"]}, "parameter"),
+    ({"kind": "sweep", "experiments": ["e"], "parameter": "gamma"}, "no 'gamma'"),
+    ({"kind": "fedswe_table", "experiments": ["e"], "algorithms": ["zzz"]}, "zzz"),
+    ({"kind": "toy_heterogeneity", "experiments": ["e"]}, "experiments"),
+    ({"kind": "rounds_to_target", "experiments": ["e"], "targets": [1.5]}, "targets"),
+    ({"kind": "k_sweep", "experiments": ["e"], "algorithms": ["avg"]}, "parameter"),
+])
+def test_invalid_reports_are_rejected(report, message):
+    config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])}, ALGS, {"r": report})
+    with pytest.raises(ValueError, match=message):
+        spec.validate_report("r", report, config)
+
+
+def test_output_collisions_are_rejected():
+    config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg"])}, ALGS,
+                         {"e": {"kind": "memory", "experiments": ["e"]}})
+    with pytest.raises(ValueError, match="results/tables/e.md"):
+        spec.validate_outputs(config)
+
+
+def test_job_spec_is_only_its_slice():
+    experiments = {"a": ("svhn", "stationary", None, 0.1, ["avg", "swe"]),
+                   "b": ("svhn", "sine", 0.3, 0.1, ["avg", "mifa"])}
+    config = config_with(experiments, ALGS, {"r": {"kind": "fedswe_table", "experiments": ["a"],
+                                                   "algorithms": ["swe"]}})
+    job = spec.job_spec(config, "r")
+    assert list(job["experiments"]) == ["a"] and list(job["experiments"]["a"]["algorithms"]) == ["swe"]
+    assert spec.run_dirs(config, "r") == ["results/runs/a/swe/seed0", "results/runs/a/swe/seed1"]
+    before = json.dumps(job, sort_keys=True)
+    config["algorithms"]["mifa"]["lr"] = 0.5  # not in the report: its slice does not change
+    assert json.dumps(spec.job_spec(config, "r"), sort_keys=True) == before
+    assert "svhn" in spec.caption(job) and "Seeds: 0, 1" in spec.caption(job)
+
+
+# ---------------------------------------------------------------- every kind writes every file
+
+
+def _all_kinds_config():
+    algorithms = {**ALGS, "swe0": {"algorithm": "fedswe", "k": 0, "lr": 0.1},
+                  "ada": {"algorithm": "fast", "base": "fedavg", "schedule": "adaptive", "lam": 1, "lr": 0.05}}
+    experiments = {"s1": ("svhn", "sine", 0.3, 0.1, ["avg", "swe", "swe0", "mifa", "ada"]),
+                   "s2": ("svhn", "sine", 0.2, 0.1, ["avg", "swe", "swe0", "mifa", "ada"])}
+    reports = {
+        "t2": {"kind": "fedswe_table", "experiments": ["s1"]},
+        "t7": {"kind": "rounds_to_target", "experiments": ["s1", "s2"]},
+        "t8": {"kind": "sweep", "parameter": "gamma", "experiments": ["s1", "s2"]},
+        "ft": {"kind": "fast_table", "experiments": ["s1", "s2"]},
+        "mem": {"kind": "memory", "experiments": ["s1"]},
+        "cur": {"kind": "curves", "experiments": ["s1", "s2"], "sample_every": 10},
+        "con": {"kind": "consensus", "experiments": ["s1"], "algorithms": ["swe", "swe0"]},
+        "ks": {"kind": "k_sweep", "experiments": ["s1", "s2"], "algorithms": ["swe", "swe0"], "last_n": 20,
+               "target": 0.5, "sample_every": 10},
+        "grid": {"kind": "grid", "x": "gamma", "hue": "dataset", "experiments": ["s1", "s2"], "algorithms": ["avg"]},
+        "ratio": {"kind": "fast_ratio", "experiments": ["s1"], "algorithms": ["avg", "ada"]},
+        "toy1": {"kind": "toy_heterogeneity", "resolution": 11},
+        "toy5": {"kind": "toy_interpolation", "rounds": 50},
+    }
+    return config_with(experiments, algorithms, reports)
+
+
+def test_every_kind_writes_its_files(tmp_path, monkeypatch):
+    config = _all_kinds_config()
+    for experiment, info in config["experiments"].items():
+        for algorithm in info["algorithms"]:
+            for seed in config["seeds"]:
+                extra = {"consensus_error": lambda t: 10.0 / (t + 1)} if algorithm.startswith("swe") else {}
+                if algorithm == "ada":
+                    extra = {"snapshot": lambda t: int(t % 3 == 0), "q": constant(0.3)}
+                write_run(tmp_path, experiment, algorithm, seed, lambda t, s=seed: min(0.9, t / 80 + 0.02 * s),
+                          extra=extra)
+    monkeypatch.chdir(tmp_path)
+    for name, report in config["reports"].items():
+        spec.validate_report(name, report, config)
+        job = json.loads(fc.as_json(spec.job_spec(config, name)))  # as the rule passes it: keys sorted
+        outputs = {k: tmp_path / v for k, v in spec.output_paths(name, report["kind"]).items()}
+        build.make_report(job, spec.run_dirs(config, name), outputs)
+        for key, path in outputs.items():
+            assert path.exists() and path.stat().st_size > 0, (name, key)
+        if "png" in outputs:
+            assert outputs["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            assert outputs["pdf"].read_bytes()[:5] == b"%PDF-"
+        if "paper_md" in outputs:
+            assert "paper vs ours" in outputs["paper_md"].read_text()
+    paper = pd.read_csv(tmp_path / "results/tables/t8_paper.csv")
+    assert "FedSWE Table 8" in set(paper["source"]) <= {"FedSWE Table 8", "FedSWE Table 2"}
+    assert set(paper["gamma"]) == {0.3, 0.2}
+    ks = pd.read_csv(tmp_path / "results/figures/ks.csv")
+    assert sorted(ks["k"].unique()) == [0.0, 100.0]
+    toy = pd.read_csv(tmp_path / "results/figures/toy1.csv")
+    assert toy["bias"].max() == pytest.approx(50.0)
+
+
+def test_fast_cells_match_the_numbers_in_the_fast_text():
+    base = {"experiment": "fmnist_a0.05_gamma", "algorithm": "fast_ada1", "identity": "fast_ada1",
+            "dataset": "fashion_mnist", "dynamics": "gamma", "alpha": 0.05, "gamma": None, "std": 1.0, "seeds": 3,
+            "rounds": 500, "clients": 100}
+    ours = pd.DataFrame([{**base, "metric": "test_acc", "mean": 70.0}, {**base, "metric": "ratio", "mean": 95.0},
+                         {**base, "alpha": 0.1, "metric": "test_acc", "mean": 70.0}])
+    result = compare.compare(ours, spec.PAPER_SOURCES["fast_table"])
+    assert result[["metric", "paper_mean"]].values.tolist() == [["test_acc", 71.48], ["ratio", 91.8]]
+    assert result["within_std"].isna().all()  # the text gives no std

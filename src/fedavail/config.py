@@ -98,10 +98,6 @@ def trace_needs_partition(config: dict, name: str) -> bool:
     return config["traces"][name]["model"] in TRACE_MODELS_NEEDING_PARTITION
 
 
-def datasets(config: dict) -> list[str]:
-    return sorted({p["dataset"] for p in config["partitions"].values()})
-
-
 def dataset_spec(config: dict, name: str) -> dict:
     return dict(config.get("datasets", {}).get(name, {}))
 

@@ -10,6 +10,7 @@ clients (target >= 5x)."""
 
 import argparse
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -22,6 +23,7 @@ from fedavail.data.prepared import channel_stats
 from fedavail.engine.client_data import Augmentation, ClientData
 from fedavail.engine.local import LocalSpec, train_clients
 from fedavail.engine.params import FlatModel
+from fedavail.launcher import ensure_malloc_settings
 from fedavail.models import build_model
 
 TRAIN_SAMPLES = 20_000
@@ -106,6 +108,8 @@ def compare(dataset, participants, batch_size, repeats, device):
 
 
 def main():
+    # The same malloc settings as `fedavail train`, so the round is timed as the pipeline runs it.
+    ensure_malloc_settings([sys.executable, *sys.argv])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

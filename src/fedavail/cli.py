@@ -174,6 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.stage == "train" and argv is None:
+        from fedavail.launcher import ensure_malloc_settings
+
+        ensure_malloc_settings([sys.executable, "-m", "fedavail", *sys.argv[1:]])
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     return args.func(args) or 0

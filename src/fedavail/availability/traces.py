@@ -40,8 +40,8 @@ from fedavail.availability import models
 from fedavail.data.partition import Partition
 from fedavail.io import atomic_path, write_npz
 from fedavail.rng import numpy_generator
+from fedavail.specs import REQUIRED, check_keys
 
-REQUIRED = "required"
 # num_clients, rounds and partition (a config name) are the workflow's keys: make_trace takes the first two as
 # arguments (a spec value, if given, must agree) and records the partition's own params.
 _COMMON_KEYS = {"model": REQUIRED, "snapshot_size": None, "num_clients": None, "rounds": None, "partition": None}
@@ -94,12 +94,7 @@ def validate_trace_spec(spec: dict) -> None:
     if model not in _MODEL_KEYS:
         raise ValueError(f"trace spec key 'model': {model!r} is not one of {tuple(_MODEL_KEYS)}")
     allowed = {**_COMMON_KEYS, **_MODEL_KEYS[model]}
-    unknown = sorted(set(spec) - set(allowed))
-    if unknown:
-        raise ValueError(f"trace spec key {unknown[0]!r} is not used by model {model!r} (allowed: {sorted(allowed)})")
-    missing = [k for k, default in allowed.items() if default == REQUIRED and k not in spec]
-    if missing:
-        raise ValueError(f"trace spec key {missing[0]!r} is required by model {model!r}")
+    check_keys(spec, allowed, "trace spec key", f"model {model!r}")
     for key in ("snapshot_size", "num_clients", "rounds"):
         if spec.get(key) is not None:
             _check_int(spec, key, 1)

@@ -38,11 +38,11 @@ import pandas as pd
 
 from fedavail.io import atomic_path, write_npz
 from fedavail.rng import numpy_generator
+from fedavail.specs import REQUIRED, check_keys
 
 SCHEMES = ("client_dirichlet", "balanced_dirichlet", "hetero_dirichlet", "two_group", "natural")
 ALLOCATIONS = ("equal", "class_proportional")
 # Spec keys each scheme accepts, with defaults; REQUIRED marks keys without one. min_size None = num_classes.
-REQUIRED = "required"
 _SCHEME_KEYS = {
     "client_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED, "allocation": "equal"},
     "balanced_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED},
@@ -87,14 +87,7 @@ def validate_partition_spec(spec: dict) -> None:
     if scheme not in SCHEMES:
         raise ValueError(f"partition spec key 'scheme': {scheme!r} is not one of {SCHEMES}")
     allowed = _SCHEME_KEYS[scheme]
-    unknown = sorted(set(spec) - set(allowed) - {"scheme"})
-    if unknown:
-        raise ValueError(
-            f"partition spec key {unknown[0]!r} is not used by scheme {scheme!r} (allowed: {sorted(allowed)})"
-        )
-    missing = [k for k, default in allowed.items() if default == REQUIRED and k not in spec]
-    if missing:
-        raise ValueError(f"partition spec key {missing[0]!r} is required by scheme {scheme!r}")
+    check_keys(spec, allowed, "partition spec key", f"scheme {scheme!r}", ignore={"scheme"})
     if spec.get("num_clients") is not None:
         _check_int(spec, "num_clients", minimum=2 if scheme == "two_group" else 1)
     if "alpha" in allowed:

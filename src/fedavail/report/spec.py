@@ -16,8 +16,9 @@ cheap (no pandas, no plotting)."""
 
 from copy import deepcopy
 
+from fedavail.specs import REQUIRED, check_keys
+
 # kind -> (output shape, {key: default}); REQUIRED marks keys without a default.
-REQUIRED = "required"
 _COMMON = {"kind": REQUIRED, "title": None, "experiments": [], "algorithms": None, "labels": {}}
 _ACCURACY = {"last_n": 50, "eval_model": "global", "decimals": 1, "memory_aided": None, "paper": True}
 KINDS = {
@@ -124,12 +125,7 @@ def validate_report(name: str, report: dict, config: dict) -> None:
     if kind not in KINDS:
         raise ValueError(f"kind: {kind!r} is not one of {sorted(KINDS)}")
     allowed = {**_COMMON, **KINDS[kind][1]}
-    unknown = sorted(set(report) - set(allowed))
-    if unknown:
-        raise ValueError(f"key {unknown[0]!r} is not used by kind {kind!r} (allowed: {sorted(allowed)})")
-    missing = [k for k, v in allowed.items() if v == REQUIRED and k not in report]
-    if missing:
-        raise ValueError(f"key {missing[0]!r} is required by kind {kind!r}")
+    check_keys(report, allowed, "key", f"kind {kind!r}")
     spec = with_defaults(report)
     experiments = spec["experiments"]
     if kind in TOY_KINDS:

@@ -5,9 +5,10 @@ import pytest
 import torch
 
 from fedavail.engine.client_data import Augmentation, ClientData
-from fedavail.engine.local import LocalCorrection, LocalSpec, train_clients
+from fedavail.engine.local import LocalCorrection, LocalTrainer
 from fedavail.engine.params import FlatModel
 from fedavail.models import build_model
+from fedavail.plan.local import resolve_local
 
 from synthetic import image_dataset
 
@@ -87,26 +88,36 @@ def test_client_with_fewer_samples_than_a_batch_still_yields_full_batches_of_its
         assert set(y.tolist()) <= {int(dataset["train_y"][i]) for i in own}
 
 
-def _round(batched, dtype, correction=None, augmentation=Augmentation()):
+def _options(**values):
+    return resolve_local({"lr": 0.05, "steps": 5, "batch_size": 16, **values}, None, "training.local")
+
+
+def _trainer(model, data, batched=False, seed=11, **values):
+    return LocalTrainer(model, data, _options(**values), seed, batched)
+
+
+def _round(batched, dtype, correction=None, augmentation=Augmentation(), **values):
     dataset = image_dataset()
     module = build_model("small_cnn", dataset, seed=0).to(dtype)
     model = FlatModel(module)
     data = _client_data(dataset, dtype=dtype, augmentation=augmentation)
     clients = torch.tensor([0, 3, 7, 9])
     starts = model.flatten().expand(4, -1)
-    spec = LocalSpec(steps=5, batch_size=16, lr=0.05, grad_clip=0.5)
-    return train_clients(model, data, clients, starts, spec, correction, seed=11, round_index=4, batched=batched)
+    trainer = _trainer(model, data, batched, grad_clip=0.5, **values)
+    state = trainer.init_state(data.num_clients, dtype, torch.device("cpu"))
+    result = trainer.train(clients, starts, correction, 4, 0.05, state)
+    return result, state
 
 
 def test_batched_equals_per_client_loop_in_float64():
-    loop, batched = _round(False, torch.float64), _round(True, torch.float64)
+    (loop, _), (batched, _) = _round(False, torch.float64), _round(True, torch.float64)
     torch.testing.assert_close(batched.end, loop.end, rtol=0, atol=1e-12)
     torch.testing.assert_close(batched.loss, loop.loss, rtol=0, atol=1e-12)
 
 
 def test_batched_equals_per_client_loop_in_float32():
     # float32 sums in a different order: after 5 steps the parameters differ by a few ulps of their ~0.1-1 scale.
-    loop, batched = _round(False, torch.float32), _round(True, torch.float32)
+    (loop, _), (batched, _) = _round(False, torch.float32), _round(True, torch.float32)
     torch.testing.assert_close(batched.end, loop.end, rtol=0, atol=1e-5)
 
 
@@ -116,8 +127,8 @@ def test_batched_equals_loop_with_corrections_and_augmentation():
     drift = torch.randn(4, dataset_dim, dtype=torch.float64) * 0.01
     correction = LocalCorrection(prox_mu=0.1, anchor=anchor, drift=drift)
     augmentation = Augmentation(crop_padding=2, horizontal_flip=True)
-    loop = _round(False, torch.float64, correction, augmentation)
-    batched = _round(True, torch.float64, correction, augmentation)
+    loop, _ = _round(False, torch.float64, correction, augmentation)
+    batched, _ = _round(True, torch.float64, correction, augmentation)
     torch.testing.assert_close(batched.end, loop.end, rtol=0, atol=1e-12)
 
 
@@ -125,9 +136,9 @@ def test_local_training_lowers_the_loss():
     dataset = image_dataset()
     model = FlatModel(build_model("small_cnn", dataset, seed=0))
     data = _client_data(dataset, clients=1)
-    spec = LocalSpec(steps=40, batch_size=32, lr=0.05, grad_clip=None)
+    trainer = _trainer(model, data, steps=40, batch_size=32)
     start = model.flatten()[None]
-    result = train_clients(model, data, torch.tensor([0]), start, spec, None, 0, 0, batched=False)
+    result = trainer.train(torch.tensor([0]), start, None, 0, 0.05, {})
     from fedavail.engine.evaluate import evaluate
     before = evaluate(model, start[0], dataset["train_x"], dataset["train_y"], data.inputs)
     after = evaluate(model, result.end[0], dataset["train_x"], dataset["train_y"], data.inputs)
@@ -138,10 +149,10 @@ def test_a_clients_result_does_not_depend_on_who_else_participates_even_with_dro
     dataset = image_dataset(train=200, test=10, size=32, channels=3)
     model = FlatModel(build_model("fedswe_cinic10_cnn", dataset, seed=0))
     data = _client_data(dataset)
-    spec = LocalSpec(steps=2, batch_size=8, lr=0.05, grad_clip=0.5)
+    trainer = _trainer(model, data, seed=0, steps=2, batch_size=8, grad_clip=0.5)
     start = model.flatten()
-    together = train_clients(model, data, torch.tensor([1, 4]), start.expand(2, -1), spec, None, 0, 3, False)
-    alone = train_clients(model, data, torch.tensor([4]), start.expand(1, -1), spec, None, 0, 3, False)
-    other_round = train_clients(model, data, torch.tensor([4]), start.expand(1, -1), spec, None, 0, 4, False)
+    together = trainer.train(torch.tensor([1, 4]), start.expand(2, -1), None, 3, 0.05, {})
+    alone = trainer.train(torch.tensor([4]), start.expand(1, -1), None, 3, 0.05, {})
+    other_round = trainer.train(torch.tensor([4]), start.expand(1, -1), None, 4, 0.05, {})
     assert torch.equal(together.end[1], alone.end[0])
     assert not torch.equal(alone.end[0], other_round.end[0])

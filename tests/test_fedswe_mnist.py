@@ -33,9 +33,9 @@ def inputs(tmp_path_factory):
 
 def _final_accuracy(inputs, out_dir, algorithm: dict) -> pd.DataFrame:
     spec = {"seed": SEED,
-            "training": {"model": "small_cnn", "rounds": ROUNDS, "local_steps": 5, "batch_size": 16,
-                         "lr_schedule": "sqrt_decay", "grad_clip": 0.5, "eval_every": ROUNDS, "last_n": 3,
-                         "train_eval_samples": 200},
+            "training": {"model": "small_cnn", "rounds": ROUNDS, "eval_every": ROUNDS, "last_n": 3,
+                         "train_eval_samples": 200,
+                         "local": {"steps": 5, "batch_size": 16, "schedule": "sqrt_decay", "grad_clip": 0.5}},
             "algorithm": {"lr": 0.05, **algorithm}}
     run(inputs / "data.pt", inputs / "partition.npz", inputs / "trace.npz", out_dir, spec)
     return pd.read_parquet(out_dir / "metrics.parquet")

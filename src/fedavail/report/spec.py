@@ -16,6 +16,7 @@ cheap (no pandas, no plotting)."""
 
 from copy import deepcopy
 
+from fedavail.plan.local import DEFAULT_STEPS
 from fedavail.specs import REQUIRED, check_keys
 
 # kind -> (output shape, {key: default}); REQUIRED marks keys without a default.
@@ -330,8 +331,18 @@ def _describe_experiment(attributes: dict, training: dict) -> str:
         parts.append(f"{attributes['trace_model']} availability, {dynamics}" + (f" ({', '.join(extra)})" if extra
                                                                                 else ""))
     parts.append(f"{attributes['num_clients']} clients")
-    parts.append(f"{training['rounds']} rounds of {training.get('local_steps', 10)} local steps")
+    parts.append(f"{training['rounds']} rounds of {_describe_local(training.get('local') or {})}")
     return f"{attributes['experiment']} ({'; '.join(parts)})"
+
+
+def _describe_local(local: dict) -> str:
+    work = f"{local['epochs']} local epoch(s)" if local.get("epochs") else f"{local.get('steps', DEFAULT_STEPS)} local steps"
+    if local.get("max_steps"):
+        work += f" (at most {local['max_steps']} steps)"
+    optimizer = local.get("optimizer", "sgd")
+    if local.get("optimizer_state") == "persistent":
+        optimizer += ", state kept across rounds"
+    return f"{work}, {optimizer}"
 
 
 def caption(spec: dict) -> str:

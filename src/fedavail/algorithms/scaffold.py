@@ -1,4 +1,4 @@
-"""SCAFFOLD with option II control variates (Karimireddy et al., ICML 2020, Alg. 1; ALGORITHMS.md §4).
+"""SCAFFOLD with option II control variates (Karimireddy et al., ICML 2020, arXiv 1910.06378, Alg. 1).
 
   state: x, c [d]; c_i [m, d], one row per client; all zero at the start
   client i ∈ S_t: y <- x; s times y <- y − η_l (g_i(y) − c_i + c)
@@ -6,7 +6,7 @@
                   Δy_i = y − x,  Δc_i = c_i⁺ − c_i,  c_i <- c_i⁺
   server:         x <- x + η_g (1/|S_t|) Σ_{S_t} Δy_i
                   c <- c + (1/N) Σ_{S_t} Δc_i               (keeps c = mean_i c_i; PFLlib's |S|/N per Δc_i is |S|x
-                                                             too large, ALGORITHMS.md §4 pitfall a)
+                                                             too large, TsingZ0/PFLlib `serverscaffold.py`)
 Clients outside S_t keep stale c_i. No participants -> no update.
 
 The c_i table is updated in place (rows of the participants only): a copy per round would double the largest

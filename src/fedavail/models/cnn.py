@@ -1,7 +1,7 @@
 """The papers' convolutional networks, written as their layer lists.
 
 FedSWE Table 5 notation: C(in, out) = 3x3 conv, stride 1, padding 1; R = ReLU; M = 2x2 max-pool; L(n) = linear;
-D = dropout 0.2. FAST (papers/fast.txt §5) names CNNs without layer lists; the choices here are documented per model.
+D = dropout 0.2. FAST (OpenReview H3AUl3pnlu §5) names CNNs without layer lists; each model documents its choices.
 """
 
 from torch import nn

@@ -20,19 +20,19 @@ from fedavail.specs import REQUIRED, check_keys
 
 # kind -> (output shape, {key: default}); REQUIRED marks keys without a default.
 _COMMON = {"kind": REQUIRED, "title": None, "experiments": [], "algorithms": None, "labels": {}}
-_ACCURACY = {"last_n": 50, "eval_model": "global", "decimals": 1, "memory_aided": None, "paper": True}
+_ACCURACY = {"last_n": 50, "eval_model": "local_mean", "decimals": 1, "memory_aided": None, "paper": True}
 KINDS = {
     "fedswe_table": ("paper_table", {**_ACCURACY, "columns": "dataset", "blocks": "dynamics"}),
     "sweep": ("paper_table", {**_ACCURACY, "parameter": REQUIRED}),
     "rounds_to_target": ("paper_table", {"targets": None, "fractions": [0.25, 0.5, 0.75, 1.0], "sample_every": 20,
-                                         "eval_model": "global", "memory_aided": None, "paper": True}),
+                                         "eval_model": "local_mean", "memory_aided": None, "paper": True}),
     "fast_table": ("paper_table", {"last": 5, "decimals": 2, "paper": True}),
     "memory": ("table", {}),
-    "curves": ("figure", {"metric": "test_acc", "sample_every": None, "log_y": False}),
+    "curves": ("figure", {"metric": "test_acc", "sample_every": None, "log_y": False, "eval_model": "local_mean"}),
     "consensus": ("figure", {"metric": "consensus_error", "sample_every": None, "log_y": True}),
     "k_sweep": ("figure", {"parameter": "k", "last_n": 500, "target": 0.4, "sample_every": None,
-                           "eval_model": "global"}),
-    "grid": ("figure", {"x": REQUIRED, "hue": REQUIRED, "last_n": 50, "eval_model": "global"}),
+                           "eval_model": "local_mean"}),
+    "grid": ("figure", {"x": REQUIRED, "hue": REQUIRED, "last_n": 50, "eval_model": "local_mean"}),
     "fast_ratio": ("figure", {"last": 5}),
     "toy_heterogeneity": ("figure", {"u": [0.0, 100.0], "resolution": 101, "weightings": ["active", "all"]}),
     "toy_interpolation": ("figure", {"u": [100.0, -100.0], "k": [0, 1], "rounds": 1000, "local_steps": 10, "lr": 0.001,
@@ -47,7 +47,7 @@ DESCRIPTIONS = {
              "average (FedSWE Tables 8 and 9 style); best of the memory-free group bold, second underlined",
     "rounds_to_target": "the first round at which the mean test accuracy over seeds, sampled every {sample_every} "
                         "rounds, reaches each target (FedSWE Table 7 style); — when never reached",
-    "fast_table": "test accuracy (%) A ± B, the mean and standard deviation of the last {last} test accuracies of "
+    "fast_table": "test accuracy (%) of the server model A ± B, the mean and standard deviation of the last {last} test accuracies of "
                   "every seed (FAST style), and Ratio = rounds with arbitrary participation / total rounds",
     "memory": "bytes of algorithm state (summary.json state_bytes) per algorithm, with the model dimension d, peak "
               "memory and wall time",
@@ -60,7 +60,7 @@ DESCRIPTIONS = {
                "(FedSWE Figs. 8, 9, 11 and 12 style); mean ± std over seeds",
     "grid": "train and test accuracy (%) of each run's last-{last_n}-round average against {x}, one line per {hue} "
             "(FedSWE Fig. 3 style); mean ± std over seeds",
-    "fast_ratio": "test accuracy (mean of the last {last} test accuracies) against Ratio, the share of rounds with "
+    "fast_ratio": "test accuracy of the server model (mean of the last {last} test accuracies) against Ratio, the share of rounds with "
                   "arbitrary participation; algorithms without snapshots sit at Ratio = 100%",
     "toy_heterogeneity": "Example 1 of FedSWE §4 computed exactly: two clients with F_i(x) = (x − u_i)²/2, u = {u}, "
                          "stationary availability p_1, p_2; the colour is |lim E x^t − x*| of FedAvg (closed form, "
@@ -73,6 +73,14 @@ DESCRIPTIONS = {
                          "shrinks it",
 }
 EVAL_MODELS = ("global", "local_mean")
+# What each eval_model scores, for captions (fedavail.report.scored_model applies it; kept here, as this module must
+# not import pandas).
+SCORED_MODEL = {
+    "local_mean": "Algorithms that keep local copies (FedSWE, FedAWE) are scored by the mean of their clients' local "
+                  "models (1/m) Σ_i X_i, as the FedAWE authors' code reports, and their server model x^t follows in "
+                  "a second row marked \"server model\"; every other algorithm is scored by its server model",
+    "global": "Every algorithm is scored by its server model x^t",
+}
 ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds", "trace_model", "dynamics", "gamma",
               "period", "low", "p", "distribution", "window", "inner")
 PAPER_SOURCES = {
@@ -348,7 +356,8 @@ def caption(spec: dict) -> str:
     runs = "; ".join(_describe_experiment(e["attributes"], e["training"]) for e in spec["experiments"].values())
     algorithms = sorted({a for e in spec["experiments"].values() for a in e["algorithms"]})
     seeds = ", ".join(str(s) for s in spec["seeds"])
-    return (f"{title}: {text}. Experiments: {runs}. Algorithms: {', '.join(algorithms)}. Seeds: {seeds}. "
+    scored = f" {SCORED_MODEL[report['eval_model']]}." if "eval_model" in report else ""
+    return (f"{title}: {text}.{scored} Experiments: {runs}. Algorithms: {', '.join(algorithms)}. Seeds: {seeds}. "
             "Runs that diverged (NaN/inf) are marked †, not dropped.")
 
 

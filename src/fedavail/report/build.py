@@ -1,7 +1,7 @@
 """One cross-experiment report job: load its runs, build its table or figure, write every output file.
 
-outputs (by fedavail.report.spec.output_paths): md, tex, csv (+ paper_md, paper_tex, paper_csv) for table kinds;
-png, pdf, csv for figure kinds."""
+outputs (by fedavail.report.spec.output_paths): md, tex, csv (+ paper_md, paper_tex, paper_csv) for table and claims
+kinds; png, pdf, csv for figure kinds."""
 
 from pathlib import Path
 
@@ -15,6 +15,7 @@ def _write_csv(frame, path: Path) -> None:
 
 
 def make_report(spec: dict, run_dirs: list, outputs: dict) -> None:
+    from fedavail.report.claims import claims_table
     from fedavail.report.compare import compare, comparison_table
     from fedavail.report.figures import FIGURE_BUILDERS, save
     from fedavail.report.render import to_latex, to_markdown
@@ -35,7 +36,7 @@ def make_report(spec: dict, run_dirs: list, outputs: dict) -> None:
         save(figure, Path(outputs["png"]), Path(outputs["pdf"]))
         _write_csv(data, Path(outputs["csv"]))
         return
-    table, data, cells = TABLE_BUILDERS[kind](spec, runs)
+    table, data, cells = {**TABLE_BUILDERS, "claims": claims_table}[kind](spec, runs)
     if "eval_model" in settings:
         table.footnotes.append(report_spec.SCORED_MODEL[settings["eval_model"]] + ".")
     write_text(outputs["md"], to_markdown(table))

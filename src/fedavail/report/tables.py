@@ -224,7 +224,8 @@ def accuracy_table(spec: dict, runs) -> tuple:
     headers = [f"{attribute_label(column_attr, c)} {m}" for c in columns for m in ("train", "test")]
     description = (f"Accuracy (%) as mean ± std over seeds of each run's average over its last {last_n} rounds. Bold: "
                    "best of the algorithms not aided by memory or known statistics in each column; underlined: "
-                   "second best; server-model rows are unranked. Algorithms aided by memory or known statistics are listed below them, unranked.")
+                   "second best; server-model rows are unranked. Algorithms aided by memory or known statistics are "
+                   "listed below them, unranked.")
     table = TextTable(report.title(), description, ["algorithm", *headers])
     for block in blocks:
         in_block = frame[frame["block"] == block]

@@ -10,7 +10,7 @@ from fedavail.algorithms import build_algorithm
 from fedavail.models import MODEL_NAMES
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
-PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf")
+PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf", "shakespeare_leaf_json")
 TRACE_MODELS_NEEDING_PARTITION = ("fedswe",)
 
 

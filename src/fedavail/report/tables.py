@@ -96,7 +96,7 @@ def experiment_report(spec: dict, run_dirs: list[Path], table_md: Path, table_cs
 
 DATASET_LABELS = {"svhn": "SVHN", "cifar10": "CIFAR-10", "cinic10": "CINIC-10", "mnist5k": "MNIST-5k",
                   "fashion_mnist": "Fashion-MNIST", "digits": "digits", "shakespeare": "Shakespeare",
-                  "shakespeare_leaf": "Shakespeare (LEAF)"}
+                  "shakespeare_leaf": "Shakespeare (LEAF)", "shakespeare_leaf_json": "Shakespeare (LEAF JSON)"}
 _SYMBOLS = {"gamma": "γ", "alpha": "α", "k": "k", "p": "p"}
 
 

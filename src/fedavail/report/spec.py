@@ -109,8 +109,8 @@ def shape(kind: str) -> str:
 def with_defaults(report: dict) -> dict:
     keys = {**_COMMON, **KINDS[report["kind"]][1]}
     spec = {**{k: deepcopy(v) for k, v in keys.items() if v != REQUIRED}, **deepcopy(report)}
-    if report["kind"] == "claims" and not report.get("experiments") and not report.get("algorithms"):
-        spec["experiments"], spec["algorithms"] = claims.referenced(report.get("claims"))
+    if report["kind"] == "claims":  # it reads what its claims name
+        spec["experiments"], spec["algorithms"] = claims.referenced(report["claims"])
     return spec
 
 

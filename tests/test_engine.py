@@ -54,20 +54,72 @@ def _linear(n_in, n_out):
     ("fedswe_cifar10_cnn", _conv(3, 32) + _conv(32, 32) + _linear(2048, 256) + _linear(256, 64) + _linear(64, 10)),
     ("fedswe_cinic10_cnn", _conv(3, 32) + _conv(32, 32) + _linear(2048, 512) + _linear(512, 256)
      + _linear(256, 10)),
-    ("fast_cifar10_cnn", _conv(3, 6, 5) + _conv(6, 16, 5) + _linear(400, 120) + _linear(120, 84) + _linear(84, 10)),
+    # The FAST authors' CNN_Cifar10_2: three padded 3x3 convolutions and three pools leave 64 x 4 x 4 features.
+    ("fast_cnn_cifar10", _conv(3, 16) + _conv(16, 32) + _conv(32, 64) + _linear(1024, 500) + _linear(500, 10)),
 ])
 def test_parameter_counts_match_layer_lists(name, expected):
     dataset = image_dataset(size=32, channels=3, train=20, test=10)
     assert FlatModel(build_model(name, dataset, seed=0)).dim == expected
 
 
-def test_fashion_cnn_and_char_lstm_parameter_counts():
+def _text_dataset(vocab=80):
+    return {"name": "t", "kind": "text", "num_classes": vocab, "train_x": torch.zeros(4, 80, dtype=torch.int64)}
+
+
+def test_fast_fmnist_cnn_and_char_lstm_parameter_counts():
+    # CNN_FMNIST: two unpadded 3x3 convolutions and one pool leave 64 x 12 x 12 = 9216 features; its head is 62-way.
     fmnist = image_dataset(size=28, channels=1, train=20, test=10)
-    assert FlatModel(build_model("fast_fmnist_cnn", fmnist, 0)).dim == (
-        _conv(1, 32, 5) + _conv(32, 64, 5) + _linear(64 * 7 * 7, 512) + _linear(512, 10))
-    text = {"name": "t", "kind": "text", "num_classes": 80, "train_x": torch.zeros(4, 80, dtype=torch.int64)}
+    assert FlatModel(build_model("fast_cnn_fmnist", fmnist, 0)).dim == (
+        _conv(1, 32) + _conv(32, 64) + _linear(9216, 128) + _linear(128, 62))
     lstm = 4 * (256 * 8 + 256 * 256 + 2 * 256) + 4 * (256 * 256 + 256 * 256 + 2 * 256)
-    assert FlatModel(build_model("char_lstm", text, 0)).dim == 80 * 8 + lstm + _linear(256, 80)
+    assert FlatModel(build_model("fast_char_lstm", _text_dataset(), 0)).dim == 80 * 8 + lstm + _linear(256, 80)
+
+
+def test_fast_models_output_shapes_and_the_62_way_head():
+    fmnist = image_dataset(size=28, channels=1, train=20, test=10)
+    assert fmnist["num_classes"] == 10
+    assert build_model("fast_cnn_fmnist", fmnist, 0).eval()(torch.zeros(3, 1, 28, 28)).shape == (3, 62)
+    cifar = image_dataset(size=32, channels=3, train=20, test=10)
+    assert build_model("fast_cnn_cifar10", cifar, 0).eval()(torch.zeros(3, 3, 32, 32)).shape == (3, 10)
+    tokens = torch.zeros(3, 80, dtype=torch.int64)
+    assert build_model("fast_char_lstm", _text_dataset(), 0).eval()(tokens).shape == (3, 80)
+    with pytest.raises(ValueError, match="62 outputs"):
+        build_model("fast_cnn_fmnist", {**fmnist, "num_classes": 100}, 0)
+
+
+@pytest.mark.parametrize("name, dataset", [
+    ("fast_cnn_fmnist", image_dataset(size=28, channels=1, train=20, test=10)),
+    ("fast_cnn_cifar10", image_dataset(size=32, channels=3, train=20, test=10)),
+    ("fast_char_lstm", _text_dataset()),
+])
+def test_fast_models_get_pytorch_default_init_from_the_seeded_generator(name, dataset):
+    # The same values PyTorch's own reset_parameters draws from a global generator seeded like ours.
+    from fedavail.models import ARCHITECTURES
+    from fedavail.rng import torch_generator
+
+    assert ARCHITECTURES[name].init == "pytorch_default"
+    ours = build_model(name, dataset, seed=5)
+    reference = build_model(name, dataset, seed=6)
+    with torch.random.fork_rng():
+        torch.manual_seed(torch_generator(5, "model-init").initial_seed())
+        for module in reference.modules():
+            if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear, torch.nn.Embedding, torch.nn.LSTM)):
+                module.reset_parameters()
+    for a, b in zip(ours.parameters(), reference.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_fedswe_models_get_kaiming_normal_init():
+    from fedavail.models import ARCHITECTURES
+
+    assert {ARCHITECTURES[n].init for n in ("fedswe_svhn_cnn", "fedswe_cifar10_cnn", "fedswe_cinic10_cnn")} == {
+        "kaiming_normal"}
+    model = build_model("fedswe_cinic10_cnn", image_dataset(size=32, channels=3, train=20, test=10), seed=0)
+    assert all(torch.count_nonzero(m.bias) == 0 for m in model if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)))
+    hidden = next(m for m in model if isinstance(m, torch.nn.Linear))
+    # Linear(2048, 512): std √(2 / 2048) for Kaiming normal, 1/√(3 · 2048) for PyTorch's default
+    assert hidden.in_features == 2048
+    assert abs(hidden.weight.std().item() / (2 / 2048) ** 0.5 - 1) < 0.02
 
 
 def test_client_minibatches_are_keyed_by_seed_round_and_client():

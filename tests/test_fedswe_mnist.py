@@ -46,5 +46,6 @@ def test_fedswe_ends_above_fedavg_over_all_clients(inputs, tmp_path):
     fedavg = _final_accuracy(inputs, tmp_path / "fedavg_all", {"algorithm": "fedavg", "weighting": "all"})
     last = slice(ROUNDS - 3, ROUNDS)
     assert fedswe["test_acc"].iloc[last].mean() > fedavg["test_acc"].iloc[last].mean()
-    assert fedswe["test_acc_local_mean"].iloc[last].notna().all()  # the mean local model is evaluated and logged
+    # the mean of the local models is evaluated on test and train data and logged
+    assert fedswe[["test_acc_local_mean", "train_acc_local_mean"]].iloc[last].notna().all().all()
     assert fedswe["consensus_error"].notna().all() and "consensus_error" not in fedavg

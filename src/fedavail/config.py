@@ -11,7 +11,7 @@ from fedavail.models import MODEL_NAMES
 from fedavail.plan.local import resolve_local
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
-PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf")
+PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf", "shakespeare_leaf_json")
 TRACE_MODELS_NEEDING_PARTITION = ("fedswe",)
 
 

@@ -190,8 +190,8 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
                 suffix = "" if name == "global" else f"_{name}"
                 row[f"test_loss{suffix}"], row[f"test_acc{suffix}"] = evaluate(
                     model, weights, test_x, test_y, data.inputs)
-            row["train_loss"], row["train_acc"] = evaluate(model, models["global"], train_eval_x, train_eval_y,
-                                                           data.inputs)
+                row[f"train_loss{suffix}"], row[f"train_acc{suffix}"] = evaluate(
+                    model, weights, train_eval_x, train_eval_y, data.inputs)
         row["seconds"] = time.perf_counter() - round_started
         rows.append(row)
         progress(t, row, log_every)

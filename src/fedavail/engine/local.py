@@ -14,6 +14,7 @@ from torch.func import grad, vmap
 from fedavail.engine.client_data import ClientData
 from fedavail.engine.params import FlatModel
 from fedavail.rng import seed_sequence
+from fedavail.stopping import raise_if_requested
 
 
 @dataclass
@@ -87,10 +88,12 @@ def train_clients_loop(model: FlatModel, data: ClientData, clients: torch.Tensor
     model.module.train()
     weights, gradient_buffer = model.flat, model.flat_grad
     for j, client in enumerate(clients.tolist()):
+        raise_if_requested()
         weights.copy_(starts[j])
         row_correction = None if correction is None else correction.row(j)
         with _keyed_dropout(model, seed, round_index, client):
             for x, y in data.client_stream(seed, round_index, client, spec.steps, spec.batch_size):
+                raise_if_requested()
                 gradient_buffer.zero_()
                 logits = model.module(x)
                 loss = F.cross_entropy(logits, y)
@@ -122,6 +125,7 @@ def train_clients_vmap(model: FlatModel, data: ClientData, clients: torch.Tensor
     correct = torch.zeros(len(client_list), dtype=torch.float64, device=starts.device)
     model.module.train()
     for _ in range(spec.steps):
+        raise_if_requested()
         batches = [next(stream) for stream in streams]
         x = torch.stack([b[0] for b in batches])
         y = torch.stack([b[1] for b in batches])

@@ -21,6 +21,8 @@ class FedAvg(Algorithm):
     def __post_init__(self):
         if self.weighting not in WEIGHTINGS:
             raise ValueError(f"fedavg weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
+        if not 0 < self.min_prob <= 1:
+            raise ValueError(f"fedavg min_prob must be in (0, 1], got {self.min_prob}")
 
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         if len(clients) == 0:

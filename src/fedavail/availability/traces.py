@@ -173,6 +173,23 @@ def _per_client(spec: dict, key: str, num_clients: int) -> np.ndarray:
     return values
 
 
+def validate_trace_for(spec: dict, num_clients: int) -> None:
+    """What validate_trace_spec cannot check without the client count m: the snapshot size, per-client lists of
+    length m, no more cyclic groups than clients. Raise ValueError naming the key."""
+    spec = {**_COMMON_KEYS, **_MODEL_KEYS[spec["model"]], **spec}
+    _snapshot_size(spec, num_clients)
+    for key in ("p", "p_on", "p_off"):
+        if key in _MODEL_KEYS[spec["model"]]:
+            _per_client(spec, key, num_clients)
+    if spec["model"] == "cyclic" and spec["groups"] > num_clients:
+        raise ValueError(f"trace spec key 'groups': {spec['groups']} groups for {num_clients} clients")
+
+
+def records_prob(spec: dict) -> bool:
+    """Whether traces of this spec store p_i^t (the fast model's skewed cohorts have no per-client probability)."""
+    return not (spec["model"] == "fast" and spec.get("distribution", "uniform") != "uniform")
+
+
 # ---------------------------------------------------------------- making traces
 
 

@@ -42,6 +42,7 @@ from fedavail.specs import REQUIRED, check_keys
 
 SCHEMES = ("client_dirichlet", "balanced_dirichlet", "hetero_dirichlet", "two_group", "natural")
 ALLOCATIONS = ("equal", "class_proportional")
+SCHEMES_DRAWING_NU = ("client_dirichlet", "balanced_dirichlet", "two_group")  # the others store no ν_i
 # Spec keys each scheme accepts, with defaults; REQUIRED marks keys without one. min_size None = num_classes.
 _SCHEME_KEYS = {
     "client_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED, "allocation": "equal"},

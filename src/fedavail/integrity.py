@@ -2,9 +2,9 @@
 
 A truncated intermediate (a partition, a trace, a prepared dataset) or run output (metrics.parquet, summary.json)
 would otherwise look complete to Snakemake: a damaged trace, for example, makes it rerun the trained runs downstream,
-deleting their finished results before the job fails on the trace. Renaming a damaged file to `<name>.damaged` makes
-it missing instead, so its own rule rebuilds it (byte-identically: every stage is deterministic) and the runs that
-depend on it are recomputed to the same numbers."""
+deleting their finished results before the job fails on the trace. The workflow renames a damaged file to
+`<name>.damaged` and asks for it as a target, so its own rule rebuilds it (byte-identically: every stage is
+deterministic) and the runs that depend on it are recomputed to the same numbers."""
 
 import json
 import os

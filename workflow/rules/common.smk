@@ -72,12 +72,15 @@ def checked_files():
     return sorted(files)
 
 
-# Damaged files (truncated, zero bytes) are renamed to <name>.damaged before the DAG is built, so Snakemake rebuilds
-# them instead of rerunning their consumers on them (which deletes finished results, then fails). Only the main
-# process does this, dry runs included: cluster jobs re-read the Snakefile while other jobs run.
+# Damaged files (truncated, zero bytes) are renamed to <name>.damaged before the DAG is built and become targets, so
+# Snakemake rebuilds them (and recomputes what depends on them, to the same numbers) instead of rerunning their
+# consumers on them, which deleted finished results and then failed. Only the main process does this, dry runs
+# included: cluster jobs re-read the Snakefile while other jobs run.
+DAMAGED_FILES = []
 if workflow.is_main_process:
     for damaged, aside, why in fi.set_aside_damaged(checked_files()):
         print(f"fedavail: {damaged} is damaged ({why}); set aside as {aside}, it will be rebuilt", file=sys.stderr)
+        DAMAGED_FILES.append(str(damaged))
 
 
 def final_outputs():
@@ -86,7 +89,7 @@ def final_outputs():
         outputs += rs.experiment_outputs(experiment)
     for name, report in config["reports"].items():
         outputs += list(rs.output_paths(name, report["kind"]).values())
-    return outputs
+    return outputs + DAMAGED_FILES
 
 
 def names_pattern(names):

@@ -2,6 +2,7 @@
 
 import json
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import torch
 from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.partition import make_partition, save_partition
 from fedavail.data.prepared import save_prepared
+import fedavail.checkpoint as checkpoint_mod
 import fedavail.train as train_mod
 from fedavail import divergence, provenance, stopping
 from fedavail.train import Execution, run
@@ -257,3 +259,17 @@ def test_the_log_opens_with_a_run_header(inputs, tmp_path, caplog):
         assert f"input {role}: {inputs / name} sha256={provenance.file_sha256(inputs / name)}" in text
     assert "device=cpu threads=1 batched=False" in text
     assert "start: fresh, round 0" in text and "start: resuming at round 2" in text
+
+
+def test_checkpoints_hold_named_groups_of_tensors(tmp_path):
+    groups = {"algorithm": {"x": torch.arange(4.0)}, "local": {"momentum": torch.ones(3, 2, dtype=torch.float64)}}
+    rows = [{"round": 0, "local_loss": float("nan"), "test_acc": 0.25}]
+    checkpoint_mod.save_checkpoint(tmp_path / "c.pt", fingerprint="f", tensors=groups, rows=rows, next_round=1,
+                                   elapsed=2.5, threads=3)
+    loaded = checkpoint_mod.load_checkpoint(tmp_path / "c.pt", "f", torch.device("cpu"))
+    assert set(loaded.tensors) == {"algorithm", "local"} and torch.equal(loaded.tensors["local"]["momentum"],
+                                                                        groups["local"]["momentum"])
+    assert loaded.rows[0]["test_acc"] == 0.25 and math.isnan(loaded.rows[0]["local_loss"])
+    assert (loaded.next_round, loaded.elapsed, loaded.threads) == (1, 2.5, 3)
+    assert checkpoint_mod.load_checkpoint(tmp_path / "c.pt", "other", torch.device("cpu")) is None
+    assert (tmp_path / "c.pt").exists()  # another fingerprint's checkpoint is ignored, not set aside

@@ -203,6 +203,7 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
         if divergence_reason:
             diverged_at = t
             log.warning("diverged at round %d (%s); stopping the run", t, divergence_reason)
+            row["seconds"] = time.perf_counter() - round_started
             rows.append(row)
             break
         if evaluation_due(t, rounds, eval_every, last_n):

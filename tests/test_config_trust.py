@@ -3,10 +3,8 @@ YAML keys), scientific notation read as numbers, and every rule's paths quoted i
 
 import copy
 import re
-from pathlib import Path
 
 import pytest
-import yaml
 from snakemake.utils import validate
 
 import fedavail.config as fc

@@ -1,4 +1,7 @@
 import gzip
+import io
+import pickle
+import tarfile
 
 import numpy as np
 import pytest
@@ -8,6 +11,7 @@ from fedavail.data import shakespeare as shk
 from fedavail.data.download import DATASETS, DatasetError, fetch
 from fedavail.data.prepare import prepare
 from fedavail.data.prepared import channel_stats, load_prepared, save_prepared, text_windows, validate
+from fedavail.io import UnreadableFileError
 
 from data_fixtures import (
     CIFAR_CLASSES,
@@ -28,6 +32,12 @@ def fetch_offline(name, raw_dir):
     return fetch(name, raw_dir, allow_network=False, checksums=md5_of(*paths))
 
 
+def prepare_miniature(name, raw_dir, options):
+    """prepare(), verifying the miniature raw files against their own checksums instead of the published ones."""
+    present = [raw_dir / f.filename for f in DATASETS[name].files if (raw_dir / f.filename).is_file()]
+    return prepare(name, raw_dir, options, checksums=md5_of(*present))
+
+
 def check_image_dataset(data, name, channels, size, num_train, num_test):
     validate(data)
     assert data["name"] == name and data["kind"] == "image" and data["num_classes"] == 10
@@ -44,7 +54,7 @@ def check_image_dataset(data, name, channels, size, num_train, num_test):
 def test_fashion_mnist(tmp_path):
     written = write_fashion_mnist(tmp_path, np.random.default_rng(1), n_train=12, n_test=5)
     fetch_offline("fashion_mnist", tmp_path)
-    data = prepare("fashion_mnist", tmp_path, {})
+    data = prepare_miniature("fashion_mnist", tmp_path, {})
     check_image_dataset(data, "fashion_mnist", 1, 28, 12, 5)
     assert np.array_equal(data["train_x"][:, 0].numpy(), written["train_x"])
     assert np.array_equal(data["test_y"].numpy(), written["test_y"])
@@ -54,18 +64,18 @@ def test_fashion_mnist_rejects_files_that_are_not_idx(tmp_path):
     write_fashion_mnist(tmp_path, np.random.default_rng(1))
     write_idx_gz(tmp_path / "train-images-idx3-ubyte.gz", np.zeros((3, 4), dtype=np.uint8))  # 2 dims, not 3
     with pytest.raises(DatasetError, match="train-images-idx3-ubyte.gz is not an idx-ubyte file"):
-        prepare("fashion_mnist", tmp_path, {})
+        prepare_miniature("fashion_mnist", tmp_path, {})
     write_fashion_mnist(tmp_path, np.random.default_rng(1))
     labels = tmp_path / "t10k-labels-idx1-ubyte.gz"
     labels.write_bytes(gzip.compress(gzip.decompress(labels.read_bytes())[:-2]))
     with pytest.raises(DatasetError, match="t10k-labels-idx1-ubyte.gz: header says shape .*truncated"):
-        prepare("fashion_mnist", tmp_path, {})
+        prepare_miniature("fashion_mnist", tmp_path, {})
 
 
 def test_cifar10_reads_pickle_batches_from_the_archive(tmp_path):
     written = write_cifar10(tmp_path, np.random.default_rng(2), per_batch=4)
     fetch_offline("cifar10", tmp_path)
-    data = prepare("cifar10", tmp_path, {})
+    data = prepare_miniature("cifar10", tmp_path, {})
     check_image_dataset(data, "cifar10", 3, 32, 20, 4)
     assert np.array_equal(data["train_x"].numpy(), written["train_x"])
     assert np.array_equal(data["test_y"].numpy(), written["test_y"])
@@ -75,7 +85,7 @@ def test_cifar10_reads_pickle_batches_from_the_archive(tmp_path):
 def test_svhn_is_nchw_with_label_10_as_0(tmp_path):
     written = write_svhn(tmp_path, np.random.default_rng(3), n_train=7, n_test=4)
     fetch_offline("svhn", tmp_path)
-    data = prepare("svhn", tmp_path, {})
+    data = prepare_miniature("svhn", tmp_path, {})
     check_image_dataset(data, "svhn", 3, 32, 7, 4)
     assert data["train_y"][0] == 0 and data["train_y"][1] == 1  # the fixture writes labels 10 and 1 first
     assert np.array_equal(data["train_y"].numpy(), written["train_y"].reshape(-1) % 10)
@@ -89,7 +99,7 @@ def test_cinic10_image_folder_archive(tmp_path, top):
     written = write_cinic10(tmp_path, np.random.default_rng(4), classes=("cat", "airplane", "dog"), per_class=2,
                             top=top)
     fetch_offline("cinic10", tmp_path)
-    data = prepare("cinic10", tmp_path, {})
+    data = prepare_miniature("cinic10", tmp_path, {})
     validate(data)
     assert data["classes"] == ["airplane", "cat", "dog"] and data["num_classes"] == 3
     assert data["train_x"].shape == (6, 3, 32, 32) and data["test_x"].shape == (6, 3, 32, 32)
@@ -147,7 +157,7 @@ def test_prepare_names_missing_files(tmp_path):
     write_svhn(tmp_path, np.random.default_rng(3))
     (tmp_path / "test_32x32.mat").unlink()
     with pytest.raises(DatasetError) as error:
-        prepare("svhn", tmp_path, {})
+        prepare_miniature("svhn", tmp_path, {})
     assert "test_32x32.mat" in str(error.value) and "http://ufldl.stanford.edu/housenumbers/test_32x32.mat" in str(
         error.value)
     with pytest.raises(DatasetError, match="needs raw_dir"):
@@ -158,7 +168,64 @@ def test_prepare_names_missing_files(tmp_path):
 
 def test_prepared_file_round_trip(tmp_path):
     write_svhn(tmp_path / "raw", np.random.default_rng(5))
-    data = prepare("svhn", tmp_path / "raw", {})
+    data = prepare_miniature("svhn", tmp_path / "raw", {})
     save_prepared(tmp_path / "svhn.pt", data)
     loaded = load_prepared(tmp_path / "svhn.pt")
     assert torch.equal(loaded["train_x"], data["train_x"]) and loaded["meta"]["files"] == data["meta"]["files"]
+
+
+class _Payload:
+    """A pickle that, when loaded, creates a file: proof that unpickling ran code."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_wrong_checksums_are_refused_even_with_a_manifest(tmp_path):
+    write_fashion_mnist(tmp_path, np.random.default_rng(1))  # well-formed files, not the published ones
+    (tmp_path / "manifest.json").write_text('{"dataset": "fashion_mnist", "files": {}}')
+    with pytest.raises(DatasetError, match="train-images-idx3-ubyte.gz does not match its published checksum"):
+        prepare("fashion_mnist", tmp_path, {})
+
+
+def test_cifar10_pickles_are_read_only_from_a_verified_archive(tmp_path):
+    marker = tmp_path / "pwned"
+    with tarfile.open(tmp_path / "cifar-10-python.tar.gz", "w:gz") as tar:
+        payload = pickle.dumps(_Payload(marker))
+        for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]:
+            info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+    (tmp_path / "manifest.json").write_text('{"dataset": "cifar10", "files": {}}')
+    with pytest.raises(DatasetError, match="does not match its published checksum"):
+        prepare("cifar10", tmp_path, {})
+    assert not marker.exists()
+
+
+def test_a_pickled_prepared_file_is_refused_without_running_it(tmp_path):
+    marker = tmp_path / "pwned"
+    torch.save({"name": _Payload(marker)}, tmp_path / "evil.pt")
+    with pytest.raises(UnreadableFileError, match="evil.pt"):
+        load_prepared(tmp_path / "evil.pt")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("size", [0, 500])
+def test_a_truncated_prepared_file_is_named(tmp_path, size):
+    write_svhn(tmp_path / "raw", np.random.default_rng(5))
+    save_prepared(tmp_path / "svhn.pt", prepare_miniature("svhn", tmp_path / "raw", {}))
+    with open(tmp_path / "svhn.pt", "r+b") as f:
+        f.truncate(size)
+    with pytest.raises(UnreadableFileError, match=r"svhn.pt is unreadable .* delete it and rerun"):
+        load_prepared(tmp_path / "svhn.pt")
+
+
+def test_prepared_files_are_byte_identical(tmp_path):
+    write_svhn(tmp_path / "raw", np.random.default_rng(5))
+    data = prepare_miniature("svhn", tmp_path / "raw", {})
+    save_prepared(tmp_path / "a.pt", data)
+    save_prepared(tmp_path / "b.pt", data)
+    assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "b.pt").read_bytes()

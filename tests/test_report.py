@@ -266,8 +266,53 @@ def test_diverged_runs_are_marked_not_dropped(tmp_path):
     avg = frame[(frame["algorithm"] == "avg") & (frame["metric"] == "test_acc")].iloc[0]
     assert avg["mean"] == pytest.approx(70.0) and avg["seeds"] == 2 and avg["diverged"] == "seed 1 at round 30"
     markdown = render.to_markdown(table)
-    assert "70.0 ± 0.0 †" in markdown and "diverged †" in markdown
-    assert "† diverged (NaN/inf), kept and marked: e / FedAvg over active: seed 1 at round 30." in markdown
+    assert "70.0 ± 0.0 †" in markdown and "diverged (seed 0 at round 10; seed 1 at round 12) †" in markdown
+    assert ("† diverged (non-finite model or exploding loss), kept and marked: e / FedAvg over active: seed 1 at "
+            "round 30.") in markdown
+
+
+def _diverged_before_evaluation(root, algorithm, seed):
+    """A run that diverged in round 0, as fedavail.train writes it: no evaluation, so no test_acc column at all."""
+    directory = root / f"results/runs/e/{algorithm}/seed{seed}"
+    directory.mkdir(parents=True)
+    pd.DataFrame([{"round": 0, "participants": 3, "lr": 1e6, "local_loss": 6.5e19, "local_acc": 0.1}]).to_parquet(
+        directory / "metrics.parquet")
+    (directory / "summary.json").write_text(json.dumps({"experiment": "e", "algorithm_id": algorithm, "seed": seed,
+                                                        "diverged_at": 0, "state_bytes": 4000, "dimension": 1000}))
+    return directory
+
+
+def test_reports_render_runs_that_diverged_before_their_first_evaluation(tmp_path):
+    dirs = [_diverged_before_evaluation(tmp_path, "avg", seed) for seed in (0, 1)]
+    report_spec = {"experiment": "e", "algorithms": {"avg": ALGS["avg"]}, "last_n": 20, "rounds": ROUNDS}
+    out = tmp_path / "out"
+    tables.experiment_report(report_spec, dirs, out / "e.md", out / "e.csv", out / "e.png")
+    assert "| avg | diverged (seed 0 at round 0; seed 1 at round 0) |" in (out / "e.md").read_text()
+    assert (out / "e.png").stat().st_size > 0
+    config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg"])}, ALGS,
+                         {"t": {"kind": "fedswe_table", "experiments": ["e"], "last_n": 20}})
+    table, _, _ = tables.accuracy_table(spec.job_spec(config, "t"), runs.load(dirs))
+    assert "diverged (seed 0 at round 0; seed 1 at round 0) †" in render.to_markdown(table)
+
+
+def test_an_experiment_table_marks_a_diverged_run_that_kept_finite_weights(tmp_path):
+    dirs = [write_run(tmp_path, "e", "avg", 0, constant(0.1), diverged_at=85),
+            write_run(tmp_path, "e", "avg", 1, constant(0.1), diverged_at=90)]
+    report_spec = {"experiment": "e", "algorithms": {"avg": ALGS["avg"]}, "last_n": 20, "rounds": ROUNDS}
+    tables.experiment_report(report_spec, dirs, tmp_path / "e.md", tmp_path / "e.csv", tmp_path / "e.png")
+    assert "| avg | 10.00 ± 0.00 † | 10.00 | 2 | † diverged: seed 0 at round 85; seed 1 at round 90 |" in (
+        tmp_path / "e.md").read_text()
+
+
+def test_a_damaged_run_file_is_named(tmp_path):
+    directory = write_run(tmp_path, "e", "avg", 0, constant(0.5))
+    (directory / "summary.json").write_text('{"experiment": "e", "algo')
+    with pytest.raises(ValueError, match=r"summary.json is unreadable .* delete it and rerun"):
+        runs.load([directory])
+    write_run(tmp_path, "e", "avg", 0, constant(0.5))
+    (directory / "metrics.parquet").write_bytes((directory / "metrics.parquet").read_bytes()[:100])
+    with pytest.raises(ValueError, match=r"metrics.parquet is unreadable"):
+        tables.load_runs([directory])
 
 
 def test_memory_table(tmp_path):

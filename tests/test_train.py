@@ -1,6 +1,8 @@
 """One training run: determinism, bit-identical resume after preemption or SIGKILL, divergence recorded."""
 
 import json
+import logging
+import math
 import os
 import signal
 import subprocess
@@ -14,6 +16,9 @@ import torch
 from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.partition import make_partition, save_partition
 from fedavail.data.prepared import save_prepared
+import fedavail.checkpoint as checkpoint_mod
+import fedavail.train as train_mod
+from fedavail import divergence, provenance, stopping
 from fedavail.train import Execution, run
 
 from synthetic import image_dataset
@@ -146,3 +151,143 @@ def test_divergence_is_recorded_not_raised(inputs, tmp_path):
     assert summary["diverged_at"] is not None
     metrics = pd.read_parquet(tmp_path / "run/metrics.parquet")
     assert len(metrics) == summary["diverged_at"] + 1
+
+
+def _frame(path):
+    return pd.read_parquet(path / "metrics.parquet").drop(columns="seconds")
+
+
+def test_checkpoint_is_not_resumed_after_an_input_changes(inputs, tmp_path):
+    """Partition and trace regenerated with another α between the preemption and the rerun: start over."""
+    _run(inputs, tmp_path / "run", stop_after_round=4)
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    (changed / "data.pt").write_bytes((inputs / "data.pt").read_bytes())
+    dataset = image_dataset()
+    partition = make_partition(dataset["train_y"].numpy(), 10,
+                               {"scheme": "client_dirichlet", "num_clients": 10, "alpha": 0.3}, seed=0)
+    save_partition(changed / "partition.npz", partition)
+    save_trace(changed / "trace.npz", make_trace({"model": "fedswe", "dynamics": "sine"}, 10, 200, seed=0,
+                                                 partition=partition))
+    summary = _run(changed, tmp_path / "run")
+    _run(changed, tmp_path / "fresh")
+    pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "fresh"))
+    assert summary["inputs"]["partition"]["sha256"] == provenance.file_sha256(changed / "partition.npz")
+    assert set(summary["inputs"]) == {"prepared", "partition", "trace"}
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "pickle"])
+def test_an_unreadable_checkpoint_is_set_aside_and_the_run_restarts(inputs, tmp_path, damage):
+    _run(inputs, tmp_path / "whole")
+    _run(inputs, tmp_path / "run", stop_after_round=4)
+    checkpoint = tmp_path / "run/checkpoint.pt"
+    marker = tmp_path / "pwned"
+    if damage == "pickle":
+        torch.save({"meta": _Payload(marker)}, checkpoint)
+    else:
+        with open(checkpoint, "r+b") as f:
+            f.truncate(0 if damage == "empty" else 500)
+    _run(inputs, tmp_path / "run")
+    pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
+    assert (tmp_path / "run/checkpoint.pt.unreadable").exists() and not marker.exists()
+
+
+class _Payload:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_resume_keeps_the_checkpoints_thread_count(inputs, tmp_path, caplog):
+    _run(inputs, tmp_path / "whole", execution=Execution(threads=1))
+    _run(inputs, tmp_path / "run", execution=Execution(threads=1), stop_after_round=4)
+    try:
+        with caplog.at_level(logging.WARNING, logger="fedavail.train"):
+            _run(inputs, tmp_path / "run", execution=Execution(threads=2))
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(1)
+    assert "keeping the checkpoint's 1 threads (asked for 2)" in caplog.text
+    pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
+
+
+def test_temporary_files_of_a_killed_run_are_removed(inputs, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    left = [run_dir / ".checkpoint.pt.k1ll3d.tmp", run_dir / ".metrics.parquet.x0x0x0.tmp"]
+    for path in left:
+        path.write_bytes(b"half written")
+    _run(inputs, run_dir, _with(SPEC, training__rounds=2, training__last_n=1))
+    assert not any(path.exists() for path in left) and (run_dir / "metrics.parquet").exists()
+
+
+def test_a_stop_inside_a_round_discards_it_and_resumes_at_its_start(inputs, tmp_path, monkeypatch):
+    _run(inputs, tmp_path / "whole")
+    real = train_mod.train_clients
+
+    def stop_in_round_2(*args):
+        if args[7] == 2:  # round_index: request the stop as a signal would, then let training notice it
+            stopping.request(signal.SIGTERM)
+        return real(*args)
+
+    monkeypatch.setattr(train_mod, "train_clients", stop_in_round_2)
+    assert _run(inputs, tmp_path / "run") == {"stopped_at": 2}
+    monkeypatch.setattr(train_mod, "train_clients", real)
+    _run(inputs, tmp_path / "run")
+    pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
+
+
+def test_sigterm_does_not_wait_for_the_end_of_a_long_round(inputs, tmp_path):
+    spec = _with(SPEC, training__rounds=3, training__local_steps=1_000_000, training__last_n=1)
+    command = [sys.executable, "-m", "fedavail", "train", "--prepared", str(inputs / "data.pt"),
+               "--partition", str(inputs / "partition.npz"), "--trace", str(inputs / "trace.npz"),
+               "--spec", json.dumps(spec), "--out-dir", str(tmp_path / "run")]
+    victim = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    log = ""
+    while "start: fresh" not in log and victim.poll() is None:
+        log += victim.stderr.readline()
+    time.sleep(1)
+    victim.send_signal(signal.SIGTERM)
+    try:
+        assert victim.wait(timeout=120) == 3
+    finally:
+        victim.kill()
+    meta = json.loads(torch.load(tmp_path / "run/checkpoint.pt", weights_only=True)["meta"])
+    assert meta["next_round"] == 0 and meta["rows"] == []
+
+
+def test_an_exploding_loss_is_divergence_even_with_finite_weights(inputs, tmp_path):
+    spec = _with(SPEC, algorithm__lr=1e6)  # grad_clip 0.5 keeps the weights finite
+    summary = _run(inputs, tmp_path / "run", spec)
+    assert summary["diverged_at"] is not None and "mean local loss" in summary["divergence"]
+    metrics = pd.read_parquet(tmp_path / "run/metrics.parquet")
+    assert len(metrics) == summary["diverged_at"] + 1
+    assert metrics["local_loss"].iloc[-1] > divergence.loss_limit(10)
+
+
+def test_the_log_opens_with_a_run_header(inputs, tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="fedavail.train"):
+        _run(inputs, tmp_path / "run", stop_after_round=2)
+        _run(inputs, tmp_path / "run")
+    text = caplog.text
+    assert "run spec: " + json.dumps(SPEC, sort_keys=True) in text
+    for role, name in (("prepared", "data.pt"), ("partition", "partition.npz"), ("trace", "trace.npz")):
+        assert f"input {role}: {inputs / name} sha256={provenance.file_sha256(inputs / name)}" in text
+    assert "device=cpu threads=1 batched=False" in text
+    assert "start: fresh, round 0" in text and "start: resuming at round 2" in text
+
+
+def test_checkpoints_hold_named_groups_of_tensors(tmp_path):
+    groups = {"algorithm": {"x": torch.arange(4.0)}, "local": {"momentum": torch.ones(3, 2, dtype=torch.float64)}}
+    rows = [{"round": 0, "local_loss": float("nan"), "test_acc": 0.25}]
+    checkpoint_mod.save_checkpoint(tmp_path / "c.pt", fingerprint="f", tensors=groups, rows=rows, next_round=1,
+                                   elapsed=2.5, threads=3)
+    loaded = checkpoint_mod.load_checkpoint(tmp_path / "c.pt", "f", torch.device("cpu"))
+    assert set(loaded.tensors) == {"algorithm", "local"} and torch.equal(loaded.tensors["local"]["momentum"],
+                                                                        groups["local"]["momentum"])
+    assert loaded.rows[0]["test_acc"] == 0.25 and math.isnan(loaded.rows[0]["local_loss"])
+    assert (loaded.next_round, loaded.elapsed, loaded.threads) == (1, 2.5, 3)
+    assert checkpoint_mod.load_checkpoint(tmp_path / "c.pt", "other", torch.device("cpu")) is None
+    assert (tmp_path / "c.pt").exists()  # another fingerprint's checkpoint is ignored, not set aside

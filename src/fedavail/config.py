@@ -23,6 +23,10 @@ def check(config: dict) -> None:
     """Raise ConfigError naming the first key whose value cannot run."""
     from fedavail.availability.traces import validate_trace_spec
     from fedavail.data.partition import validate_partition_spec
+    from fedavail.config_checks import check_combinations, check_finite, check_names
+
+    check_names(config)
+    check_finite(config)
 
     for name, spec in config["partitions"].items():
         _wrap(f"partitions.{name}", validate_partition_spec, _without(spec, "dataset"))
@@ -65,6 +69,7 @@ def check(config: dict) -> None:
                               f"{experiment['partition']!r} has {partition_clients}")
         if training["last_n"] > training["rounds"]:
             raise ConfigError(f"{key}.training.last_n: {training['last_n']} exceeds rounds {training['rounds']}")
+    check_combinations(config)
     check_reports(config)
 
 

@@ -10,6 +10,15 @@ from pathlib import Path
 import numpy as np
 
 
+class UnreadableFileError(ValueError):
+    """A stage's input file that is damaged (truncated, zero bytes) or not what it should be."""
+
+    def __init__(self, path: str | os.PathLike, what: str, error: BaseException | str):
+        super().__init__(f"{what} {path} is unreadable ({error}); delete it and rerun the workflow, which rebuilds it "
+                         "(a rerun also sets damaged files aside by itself)")
+        self.path = Path(path)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
@@ -27,9 +36,23 @@ def atomic_path(path: str | os.PathLike):
         raise
 
 
+def remove_temporaries(directory: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files that atomic_path left in `directory` when a process was killed mid-write. Call it
+    only where no other process is writing (e.g. a run folder at the start of its one job)."""
+    removed = sorted(Path(directory).glob(".*.tmp")) if Path(directory).is_dir() else []
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
+
+
 def write_json(path: str | os.PathLike, obj) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -2,11 +2,9 @@
 checkpoint; write per-round metrics (parquet) and a summary with provenance (JSON)."""
 
 import hashlib
-import json
 import logging
 import math
 import resource
-import signal
 import subprocess
 import sys
 import time
@@ -16,24 +14,27 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from fedavail import __version__
+from fedavail import __version__, stopping
 from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import RoundContext, run_round, state_bytes
 from fedavail.availability.traces import load_trace
+from fedavail.checkpoint import load_checkpoint, save_checkpoint
 from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
+from fedavail.divergence import divergence
 from fedavail.engine.client_data import Augmentation, ClientData
 from fedavail.engine.evaluate import evaluate
 from fedavail.engine.local import LocalTrainer, vmap_supported
 from fedavail.engine.params import FlatModel
-from fedavail.io import atomic_path, write_json
+from fedavail.io import atomic_path, remove_temporaries, write_json
 from fedavail.models import build_model
 from fedavail.plan.local import resolve_local
+from fedavail.provenance import input_hashes, log_run_header, run_fingerprint
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
 
-TRAINING_SOURCES = ("train.py", "engine", "algorithms", "models", "plan", "data/augment.py", "rng.py")
+TRAINING_SOURCES = ("train.py", "engine", "algorithms", "models", "plan", "data/augment.py", "rng.py", "divergence.py")
 
 
 def training_code_hash() -> str:
@@ -55,18 +56,6 @@ def pick_device(requested: str) -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(requested)
-
-
-class StopRequested:
-    """Turns SIGTERM/SIGINT (e.g. SLURM preemption) into a checkpoint at the end of the current round."""
-
-    def __init__(self):
-        self.signal = None
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._handle)
-
-    def _handle(self, signum, frame):
-        self.signal = signum
 
 
 @dataclass
@@ -120,8 +109,18 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
     options = resolve_local(training.get("local"), algorithm_spec.pop("lr", None), "training.local")
     algorithm = build_algorithm(algorithm_name, algorithm_spec)
 
-    torch.set_num_threads(execution.threads)
+    stopping.install()
+    remove_temporaries(paths.out_dir)
+    inputs = {"prepared": Path(prepared_path), "partition": Path(partition_path), "trace": Path(trace_path)}
+    inputs_sha256 = input_hashes(inputs)
     device = pick_device(execution.device)
+    fingerprint = run_fingerprint(spec, training_code_hash(), inputs_sha256)
+    checkpoint = load_checkpoint(paths.checkpoint, fingerprint, device)
+    threads = execution.threads if checkpoint is None else checkpoint.threads
+    if threads != execution.threads:
+        log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
+                    "and the resumed run would match neither uninterrupted run", threads, execution.threads)
+    torch.set_num_threads(threads)
     dataset = load_prepared(prepared_path)
     partition = load_partition(partition_path)
     trace = load_trace(trace_path)
@@ -146,21 +145,28 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
         batched = False
     trainer = LocalTrainer(model, data, options, seed, batched)
 
-    fingerprint = hashlib.sha256(json.dumps([spec, training_code_hash()], sort_keys=True).encode()).hexdigest()
-    saved, rows, first_round, elapsed_before = _resume(paths, fingerprint, device)
-    if saved is None:
+    log_run_header(log, spec=spec, inputs=inputs, inputs_sha256=inputs_sha256, device=device, threads=threads,
+                   batched=batched, resume_round=None if checkpoint is None else checkpoint.next_round)
+    if checkpoint is None:
         x0 = model.flatten().to(device)
         state = algorithm.init_state(x0, data.client_sizes().to(device))
         local_state = trainer.init_state(partition.num_clients, x0.dtype, device)
+        rows, first_round, elapsed_before = [], 0, 0.0
     else:
-        state, local_state = saved["algorithm"], saved["local"]
+        state, local_state, rows = checkpoint.tensors["algorithm"], checkpoint.tensors["local"], checkpoint.rows
+        first_round, elapsed_before = checkpoint.next_round, checkpoint.elapsed
 
     def local_train(clients, starts, correction, ctx):
         return trainer.train(clients, starts, correction, ctx.round, ctx.lr, local_state)
+
+    def save(next_round, rows_so_far):
+        save_checkpoint(paths.checkpoint, fingerprint=fingerprint, tensors={"algorithm": state, "local": local_state},
+                        rows=rows_so_far, next_round=next_round,
+                        elapsed=elapsed_before + time.perf_counter() - started, threads=threads)
+
     eval_every, last_n = int(training["eval_every"]), int(training["last_n"])
     checkpoint_every, log_every = execution.checkpoint_every, execution.log_every
-    stop = StopRequested()
-    diverged_at = None
+    diverged_at = divergence_reason = None
     progress = _progress(first_round, rounds)
 
     for t in range(first_round, rounds):
@@ -173,16 +179,25 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
             lr=options.lr_at(t),
             generator=torch_generator(seed, "algorithm", t),
         )
-        state, clients, result = run_round(algorithm, state, ctx, local_train)
+        try:
+            next_state, clients, result = run_round(algorithm, state, ctx, local_train)
+        except stopping.StopRequested as stop:
+            # The unfinished round is discarded: the checkpoint holds the state at its start.
+            save(t, rows)
+            log.warning("stopping in round %d (signal %d); the next run resumes at its start", t, stop.signum)
+            return {"stopped_at": t}
+        state = next_state
 
         row = {"round": t, "participants": len(clients), "lr": ctx.lr,
                "local_loss": result.loss.mean().item() if len(clients) else math.nan,
                "local_acc": result.accuracy.mean().item() if len(clients) else math.nan}
         row.update(algorithm.round_metrics(state))
         models = algorithm.eval_models(state)
-        if not all(torch.isfinite(v).all() for v in models.values()):
+        divergence_reason = divergence(models, row["local_loss"], len(clients), int(dataset["num_classes"]))
+        if divergence_reason:
             diverged_at = t
-            log.warning("model diverged (NaN/inf) at round %d; stopping the run", t)
+            log.warning("diverged at round %d (%s); stopping the run", t, divergence_reason)
+            row["seconds"] = time.perf_counter() - round_started
             rows.append(row)
             break
         if evaluation_due(t, rounds, eval_every, last_n):
@@ -197,13 +212,13 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
         progress(t, row, log_every)
 
         done = t + 1
-        preempted = stop.signal is not None or (stop_after_round is not None and done >= stop_after_round)
+        signum = stopping.requested()
+        preempted = signum is not None or (stop_after_round is not None and done >= stop_after_round)
         if done < rounds and (done % checkpoint_every == 0 or preempted):
-            _save_checkpoint(paths, fingerprint, {"algorithm": state, "local": local_state}, rows, done,
-                             elapsed_before + time.perf_counter() - started)
+            save(done, rows)
         if preempted and done < rounds:
             log.warning("stopping after round %d (%s); the next run resumes from the checkpoint", t,
-                        f"signal {stop.signal}" if stop.signal else "requested")
+                        f"signal {signum}" if signum else "requested")
             return {"stopped_at": done}
 
     metrics = pd.DataFrame(rows)
@@ -211,7 +226,8 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
         metrics.to_parquet(tmp, index=False)
     summary = {
         "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": seed,
-        "spec": spec, "rounds_completed": len(rows), "diverged_at": diverged_at,
+        "spec": spec, "rounds_completed": len(rows), "diverged_at": diverged_at, "divergence": divergence_reason,
+        "inputs": {role: {"path": str(path), "sha256": inputs_sha256[role]} for role, path in inputs.items()},
         "state_bytes": state_bytes(state) + state_bytes(local_state),
         "local_state_bytes": state_bytes(local_state), "dimension": model.dim,
         "wall_seconds": elapsed_before + time.perf_counter() - started,
@@ -231,25 +247,6 @@ def _train_eval_subset(dataset: dict, samples: int, seed: int) -> torch.Tensor:
         return torch.arange(size)
     chosen = numpy_generator(seed, "train-eval-subset").choice(size, samples, replace=False)
     return torch.from_numpy(chosen.copy()).sort().values
-
-
-def _save_checkpoint(paths: RunPaths, fingerprint: str, groups: dict, rows, next_round: int, elapsed: float) -> None:
-    tensors = {name: {k: v.cpu() for k, v in group.items()} for name, group in groups.items()}
-    with atomic_path(paths.checkpoint) as tmp:
-        torch.save({"fingerprint": fingerprint, "state": tensors, "rows": rows, "next_round": next_round,
-                    "elapsed": elapsed}, tmp)
-
-
-def _resume(paths: RunPaths, fingerprint: str, device: torch.device):
-    if not paths.checkpoint.exists():
-        return None, [], 0, 0.0
-    checkpoint = torch.load(paths.checkpoint, weights_only=False)
-    if checkpoint["fingerprint"] != fingerprint:
-        log.info("ignoring checkpoint %s: made by another spec or other training code", paths.checkpoint)
-        return None, [], 0, 0.0
-    log.info("resuming from %s at round %d", paths.checkpoint, checkpoint["next_round"])
-    groups = {name: {k: v.to(device) for k, v in group.items()} for name, group in checkpoint["state"].items()}
-    return groups, checkpoint["rows"], checkpoint["next_round"], checkpoint["elapsed"]
 
 
 def _peak_memory(device: torch.device) -> int:

@@ -1,13 +1,26 @@
-# Helpers shared by the rules: config validation (schema, then fedavail.config.check) and the job grid.
+# Helpers shared by the rules: config validation (strict YAML, schema, then fedavail.config.check), damaged files set
+# aside, and the job grid.
 import math
 import re
+import shlex
+import sys
 
 import fedavail.config as fc
+import fedavail.config_yaml as fy
+import fedavail.integrity as fi
 import fedavail.report.spec as rs
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 
+# Snakemake reads config files with YAML 1.1 and lets a repeated key silently win. Re-read the same files strictly
+# (a repeated key is an error, 1e-3 is a number) and rebuild the config from them; --config KEY=VALUE still wins.
+try:
+    strict_config = fy.merge(fy.load_config_files(workflow.configfiles), dict(workflow.config_settings.config))
+except fc.ConfigError as error:
+    raise WorkflowError(f"invalid config: {error}")
+config.clear()
+config.update(strict_config)
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 try:
     fc.check(config)
@@ -43,13 +56,40 @@ def run_dirs(experiment):
     return [run.directory for run in fc.runs(config, experiment)]
 
 
+def checked_files():
+    """Every intermediate and run output the config's jobs read or write (fedavail.integrity checks them)."""
+    files = set()
+    for experiment, spec in config["experiments"].items():
+        trace = config["traces"][spec["trace"]]
+        for seed in fc.experiment_seeds(config, experiment):
+            files.add(partition_file(spec["partition"], seed))
+            files.add(trace_file(spec["trace"], seed))
+            if fc.trace_needs_partition(config, spec["trace"]):
+                files.add(partition_file(trace["partition"], seed))
+        files.add(prepared_file(config["partitions"][spec["partition"]]["dataset"]))
+        for run in fc.runs(config, experiment):
+            files.update((f"{run.directory}/metrics.parquet", f"{run.directory}/summary.json"))
+    return sorted(files)
+
+
+# Damaged files (truncated, zero bytes) are renamed to <name>.damaged before the DAG is built and become targets, so
+# Snakemake rebuilds them (and recomputes what depends on them, to the same numbers) instead of rerunning their
+# consumers on them, which deleted finished results and then failed. Only the main process does this, dry runs
+# included: cluster jobs re-read the Snakefile while other jobs run.
+DAMAGED_FILES = []
+if workflow.is_main_process:
+    for damaged, aside, why in fi.set_aside_damaged(checked_files()):
+        print(f"fedavail: {damaged} is damaged ({why}); set aside as {aside}, it will be rebuilt", file=sys.stderr)
+        DAMAGED_FILES.append(str(damaged))
+
+
 def final_outputs():
     outputs = []
     for experiment in config["experiments"]:
         outputs += rs.experiment_outputs(experiment)
     for name, report in config["reports"].items():
         outputs += list(rs.output_paths(name, report["kind"]).values())
-    return outputs
+    return outputs + DAMAGED_FILES
 
 
 def names_pattern(names):
@@ -77,7 +117,7 @@ def trace_inputs(wildcards):
 
 
 def trace_partition_option(wildcards, input):
-    return f"--partition {input.partition}" if "partition" in input.keys() else ""
+    return f"--partition {shlex.quote(input.partition)}" if "partition" in input.keys() else ""
 
 
 def train_inputs(wildcards):
@@ -89,10 +129,6 @@ def train_inputs(wildcards):
         "trace": trace_file(experiment["trace"], wildcards.seed),
         "code": TRAINING_SOURCES,
     }
-
-
-def trace_partition_option(wildcards, input):
-    return f"--partition {input.partition}" if "partition" in input.keys() else ""
 
 
 def train_mem_mb(wildcards, input, attempt):
@@ -110,6 +146,6 @@ def train_execution_options(wildcards, threads):
     """How a training job runs, not what it computes (execution.*). A params function that takes `threads` counts as
     derived, so Snakemake leaves it out of the params that trigger reruns: changing these reruns nothing."""
     return (
-        f"--threads {threads} --device {EXECUTION['device']} --batched {EXECUTION['batched']} "
+        f"--threads {threads} --device {shlex.quote(EXECUTION['device'])} --batched {EXECUTION['batched']} "
         f"--checkpoint-every {EXECUTION['checkpoint_every']} --log-every {EXECUTION['log_every']}"
     )

@@ -14,8 +14,8 @@ rule download:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail download {wildcards.dataset} --raw-dir data/raw/{wildcards.dataset} "
-        "--manifest {output.manifest} > {log} 2>&1"
+        "fedavail download {wildcards.dataset:q} --raw-dir data/raw/{wildcards.dataset:q} "
+        "--manifest {output.manifest:q} > {log:q} 2>&1"
 
 
 rule prepare_paper_dataset:
@@ -32,8 +32,8 @@ rule prepare_paper_dataset:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail prepare {wildcards.dataset} --raw-dir data/raw/{wildcards.dataset} --out {output} "
-        "--spec {params.spec:q} > {log} 2>&1"
+        "fedavail prepare {wildcards.dataset:q} --raw-dir data/raw/{wildcards.dataset:q} --out {output:q} "
+        "--spec {params.spec:q} > {log:q} 2>&1"
 
 
 rule prepare_bundled_dataset:
@@ -48,4 +48,4 @@ rule prepare_bundled_dataset:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail prepare {wildcards.dataset} --out {output} --spec {params.spec:q} > {log} 2>&1"
+        "fedavail prepare {wildcards.dataset:q} --out {output:q} --spec {params.spec:q} > {log:q} 2>&1"

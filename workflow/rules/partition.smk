@@ -20,5 +20,5 @@ rule partition:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail partition --prepared {input} --seed {wildcards.seed} --spec {params.spec:q} "
-        "--out {output.npz} --stats {output.stats} --figure {output.figure} > {log} 2>&1"
+        "fedavail partition --prepared {input:q} --seed {wildcards.seed:q} --spec {params.spec:q} "
+        "--out {output.npz:q} --stats {output.stats:q} --figure {output.figure:q} > {log:q} 2>&1"

@@ -33,8 +33,8 @@ rule report_experiment:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail report --spec {params.spec:q} --run-dirs {params.run_dirs} --table-md {output.md} "
-        "--table-csv {output.csv} --figure {output.figure} > {log} 2>&1"
+        "fedavail report --spec {params.spec:q} --run-dirs {params.run_dirs:q} --table-md {output.md:q} "
+        "--table-csv {output.csv:q} --figure {output.figure:q} > {log:q} 2>&1"
 
 
 rule report_paper_table:
@@ -68,9 +68,9 @@ rule report_paper_table:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs} --out md={output.md} "
-        "tex={output.tex} csv={output.csv} paper_md={output.paper_md} paper_tex={output.paper_tex} "
-        "paper_csv={output.paper_csv} > {log} 2>&1"
+        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out md={output.md:q} "
+        "tex={output.tex:q} csv={output.csv:q} paper_md={output.paper_md:q} paper_tex={output.paper_tex:q} "
+        "paper_csv={output.paper_csv:q} > {log:q} 2>&1"
 
 
 rule report_table:
@@ -96,8 +96,8 @@ rule report_table:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs} --out md={output.md} "
-        "tex={output.tex} csv={output.csv} > {log} 2>&1"
+        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out md={output.md:q} "
+        "tex={output.tex:q} csv={output.csv:q} > {log:q} 2>&1"
 
 
 rule report_claims:
@@ -150,5 +150,5 @@ rule report_figure:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs} --out png={output.png} "
-        "pdf={output.pdf} csv={output.csv} > {log} 2>&1"
+        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out png={output.png:q} "
+        "pdf={output.pdf:q} csv={output.csv:q} > {log:q} 2>&1"

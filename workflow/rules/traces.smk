@@ -21,5 +21,5 @@ rule trace:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail trace {params.partition} --seed {wildcards.seed} --spec {params.spec:q} "
-        "--out {output.npz} --figure {output.figure} > {log} 2>&1"
+        "fedavail trace {params.partition} --seed {wildcards.seed:q} --spec {params.spec:q} "
+        "--out {output.npz:q} --figure {output.figure:q} > {log:q} 2>&1"

@@ -25,6 +25,6 @@ rule train:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail train --prepared {input.prepared} --partition {input.partition} --trace {input.trace} "
-        "--out-dir $(dirname {output.metrics}) --spec {params.spec:q} {params.execution} "
-        "--gpu-slots .snakemake/fedavail-gpu-slots > {log} 2>&1"
+        "fedavail train --prepared {input.prepared:q} --partition {input.partition:q} --trace {input.trace:q} "
+        "--out-dir \"$(dirname {output.metrics:q})\" --spec {params.spec:q} {params.execution} "
+        "--gpu-slots .snakemake/fedavail-gpu-slots > {log:q} 2>&1"

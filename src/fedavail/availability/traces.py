@@ -38,7 +38,7 @@ import numpy as np
 
 from fedavail.availability import models
 from fedavail.data.partition import Partition
-from fedavail.io import atomic_path, write_npz
+from fedavail.io import UnreadableFileError, atomic_path, write_npz
 from fedavail.rng import numpy_generator
 from fedavail.specs import REQUIRED, check_keys
 
@@ -173,6 +173,23 @@ def _per_client(spec: dict, key: str, num_clients: int) -> np.ndarray:
     return values
 
 
+def validate_trace_for(spec: dict, num_clients: int) -> None:
+    """What validate_trace_spec cannot check without the client count m: the snapshot size, per-client lists of
+    length m, no more cyclic groups than clients. Raise ValueError naming the key."""
+    spec = {**_COMMON_KEYS, **_MODEL_KEYS[spec["model"]], **spec}
+    _snapshot_size(spec, num_clients)
+    for key in ("p", "p_on", "p_off"):
+        if key in _MODEL_KEYS[spec["model"]]:
+            _per_client(spec, key, num_clients)
+    if spec["model"] == "cyclic" and spec["groups"] > num_clients:
+        raise ValueError(f"trace spec key 'groups': {spec['groups']} groups for {num_clients} clients")
+
+
+def records_prob(spec: dict) -> bool:
+    """Whether traces of this spec store p_i^t (the fast model's skewed cohorts have no per-client probability)."""
+    return not (spec["model"] == "fast" and spec.get("distribution", "uniform") != "uniform")
+
+
 # ---------------------------------------------------------------- making traces
 
 
@@ -304,15 +321,20 @@ def save_trace(path: str | os.PathLike, trace: Trace) -> None:
 
 
 def load_trace(path: str | os.PathLike) -> Trace:
-    with np.load(path, allow_pickle=False) as data:
-        rounds, num_clients = (int(v) for v in data["shape"])
-        available = np.unpackbits(data["available_bits"], axis=1, count=num_clients, bitorder="little").astype(bool)
-        return Trace(
-            available=available.reshape(rounds, num_clients),
-            prob=data["prob"] if "prob" in data.files else None,
-            snapshot=data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
-            params=json.loads(str(data["params"])),
-        )
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            rounds, num_clients = (int(v) for v in data["shape"])
+            available = np.unpackbits(data["available_bits"], axis=1, count=num_clients, bitorder="little")
+            return Trace(
+                available=available.astype(bool).reshape(rounds, num_clients),
+                prob=data["prob"] if "prob" in data.files else None,
+                snapshot=data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
+                params=json.loads(str(data["params"])),
+            )
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # truncated zip, missing arrays, bad JSON: all mean the file is damaged
+        raise UnreadableFileError(path, "availability trace", error) from error
 
 
 # ---------------------------------------------------------------- figure

@@ -170,6 +170,20 @@ def locate(name: str, raw_dir: Path) -> list[Path]:
     return [raw_dir / f.filename for f in files]
 
 
+def verify(name: str, raw_dir: Path, checksums: dict[str, str] | None = None) -> list[Path]:
+    """locate(), then check every file that has a published checksum against it (`checksums` {filename: md5}
+    overrides, as in fetch). The prepare step calls this itself: a manifest says a download once succeeded, not that
+    the files now in the folder are the ones verified (and CIFAR-10's pickles must only be read from a verified
+    archive)."""
+    paths = locate(name, raw_dir)
+    for raw, path in zip(source(name).files, paths):
+        expected = (checksums or {}).get(raw.filename, raw.md5)
+        if expected is not None and (problem := _integrity_problem(path, raw.filename, expected)):
+            raise DatasetError(f"{path} does not match its published checksum ({problem}); nothing was read. Remove "
+                               f"it and run the download step again, or place a good copy there.")
+    return paths
+
+
 def download_file(url: str, destination: Path, md5: str | None) -> None:
     """Download url to destination through a temporary file; a truncated or mismatching download never lands."""
     request = urllib.request.Request(url, headers={"User-Agent": f"fedavail/{__version__}"})

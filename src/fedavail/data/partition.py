@@ -36,12 +36,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedavail.io import atomic_path, write_npz
+from fedavail.io import UnreadableFileError, atomic_path, write_npz
 from fedavail.rng import numpy_generator
 from fedavail.specs import REQUIRED, check_keys
 
 SCHEMES = ("client_dirichlet", "balanced_dirichlet", "hetero_dirichlet", "two_group", "natural")
 ALLOCATIONS = ("equal", "class_proportional")
+SCHEMES_DRAWING_NU = ("client_dirichlet", "balanced_dirichlet", "two_group")  # the others store no ν_i
 # Spec keys each scheme accepts, with defaults; REQUIRED marks keys without one. min_size None = num_classes.
 _SCHEME_KEYS = {
     "client_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED, "allocation": "equal"},
@@ -340,14 +341,19 @@ def save_partition(path: str | os.PathLike, part: Partition) -> None:
 
 
 def load_partition(path: str | os.PathLike) -> Partition:
-    with np.load(path, allow_pickle=False) as data:
-        return Partition(
-            offsets=data["offsets"].astype(np.int64),
-            indices=data["indices"].astype(np.int64),
-            label_hist=data["label_hist"].astype(np.int64),
-            nu=data["nu"].astype(np.float64) if "nu" in data.files else None,
-            params=json.loads(str(data["params"])),
-        )
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return Partition(
+                offsets=data["offsets"].astype(np.int64),
+                indices=data["indices"].astype(np.int64),
+                label_hist=data["label_hist"].astype(np.int64),
+                nu=data["nu"].astype(np.float64) if "nu" in data.files else None,
+                params=json.loads(str(data["params"])),
+            )
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # truncated zip, missing arrays, bad JSON: all mean the file is damaged
+        raise UnreadableFileError(path, "partition", error) from error
 
 
 # ---------------------------------------------------------------- statistics and figure

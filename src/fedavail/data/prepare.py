@@ -99,7 +99,7 @@ def _cifar10(raw_dir: Path) -> dict:
         with tarfile.open(archive, "r:gz") as tar:
             for member in tar:
                 if member.name in wanted:
-                    # The archive's own format is pickle; it is only read from a checksum-verified file.
+                    # The archive's own format is pickle: prepare() has verified its checksum before this.
                     batches[member.name.split("/")[-1]] = pickle.load(tar.extractfile(member), encoding="bytes")
     except (tarfile.TarError, OSError, EOFError, pickle.UnpicklingError) as error:
         raise DatasetError(f"{archive} is not a readable CIFAR-10 archive ({error})") from error
@@ -217,13 +217,14 @@ RAW_DATASETS = tuple(_RAW_PREPARERS)
 BUNDLED_DATASETS = tuple(_BUNDLED_PREPARERS)
 
 
-def prepare(name: str, raw_dir: Path | None, options: dict) -> dict:
+def prepare(name: str, raw_dir: Path | None, options: dict, checksums: dict[str, str] | None = None) -> dict:
     """The prepared dict of dataset `name` (save it with fedavail.data.prepared.save_prepared).
 
     Raw datasets read their files from raw_dir, which the download step filled and verified; bundled datasets ignore
     raw_dir. options (the Gutenberg-built Shakespeare datasets only): seq_length, min_samples, num_clients,
     train_fraction; see fedavail.data.shakespeare.build_text_dataset. LEAF's own JSON files (fedavail.data.leaf) take
-    none.
+    none. Raw files are checked against their published checksums before anything reads them (`checksums`
+    {filename: md5} overrides them, for miniature test files).
     """
     options = dict(options or {})
     if name in _BUNDLED_PREPARERS:
@@ -232,4 +233,5 @@ def prepare(name: str, raw_dir: Path | None, options: dict) -> dict:
         raise DatasetError(f"unknown dataset {name!r}; known: {sorted(RAW_DATASETS + BUNDLED_DATASETS)}")
     if raw_dir is None:
         raise DatasetError(f"dataset {name!r} needs raw_dir, the folder holding its downloaded files")
+    download.verify(name, Path(raw_dir), checksums)
     return _RAW_PREPARERS[name](Path(raw_dir), options)

@@ -12,12 +12,13 @@ A prepared dataset is a torch file holding a dict:
 Training reads only this: it never decodes images or runs per-sample Python transforms.
 """
 
+import io
 from pathlib import Path
 
 import torch
 
 from fedavail import __version__
-from fedavail.io import atomic_path
+from fedavail.io import UnreadableFileError, write_bytes
 
 REQUIRED_KEYS = ("name", "kind", "num_classes", "train_x", "train_y", "test_x", "test_y", "meta")
 
@@ -74,12 +75,26 @@ def save_prepared(path: str | Path, data: dict) -> None:
     data = dict(data)
     data["meta"] = {**data.get("meta", {}), "fedavail_version": __version__}
     validate(data)
-    with atomic_path(path) as tmp:
-        torch.save(data, tmp)
+    # Serialised in memory: torch.save to a file embeds that file's (temporary) name, so the bytes would differ on
+    # every prepare and DVC could not deduplicate identical datasets.
+    buffer = io.BytesIO()
+    torch.save(data, buffer)
+    write_bytes(path, buffer.getvalue())
 
 
 def load_prepared(path: str | Path) -> dict:
+    """The prepared dataset at `path`, read with weights_only=True: tensors, numbers, strings, lists and dicts only,
+    so a file shared through DVC can never run code when loaded."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"prepared dataset {path} does not exist; run the prepare stage first")
-    return validate(torch.load(path, weights_only=False))
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # truncated zips, foreign pickles (refused by weights_only) and the like
+        raise UnreadableFileError(path, "prepared dataset", error) from error
+    if not isinstance(data, dict):
+        raise UnreadableFileError(path, "prepared dataset", f"holds a {type(data).__name__}, not a dict")
+    try:
+        return validate(data)
+    except PreparedDataError as error:
+        raise PreparedDataError(f"prepared dataset {path}: {error}") from error

@@ -23,7 +23,7 @@ from fedavail.engine.optim import LocalOptimizer
 from fedavail.engine.params import FlatModel
 from fedavail.plan.local import LocalOptions
 from fedavail.rng import seed_sequence
-
+from fedavail.stopping import raise_if_requested
 
 
 @dataclass
@@ -197,12 +197,14 @@ class LocalTrainer:
         model.module.train()
         weights, gradient_buffer = model.flat, model.flat_grad
         for j, (client, plan) in enumerate(zip(clients, plans)):
+            raise_if_requested()
             weights.copy_(starts[j])
             row_correction = None if correction is None else correction.row(j)
             row_state = {k: v[j] for k, v in optimizer_rows.items()}
             losses, accuracies = [], []
             with _keyed_dropout(model, self.seed, round_index, client):
                 for positions in plan.batches:
+                    raise_if_requested()
                     x, y = data.batch(positions, plan.generator)
                     gradient_buffer.zero_()
                     logits = model.module(x)
@@ -241,6 +243,7 @@ class LocalTrainer:
         step_accuracies = [[] for _ in plans]
         model.module.train()
         for step in range(steps):
+            raise_if_requested()
             xs, ys, masks, active = [], [], [], []
             for plan in plans:
                 is_active = step < len(plan.batches)

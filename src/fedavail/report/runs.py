@@ -25,6 +25,22 @@ class Runs:
         return [(int(r.seed), int(r.diverged_at)) for r in rows.itertuples()]
 
 
+def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
+    """A finished run's summary.json and metrics.parquet; a damaged one is named, with how to rebuild it."""
+    from fedavail.io import UnreadableFileError
+
+    summary_path, metrics_path = Path(run_dir) / "summary.json", Path(run_dir) / "metrics.parquet"
+    try:
+        summary = json.loads(summary_path.read_text())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise UnreadableFileError(summary_path, "run summary", error) from error
+    try:
+        metrics = pd.read_parquet(metrics_path)
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise UnreadableFileError(metrics_path, "run metrics", error) from error
+    return summary, metrics
+
+
 def _identity(run_dir: Path, summary: dict) -> tuple[str, str, int]:
     """(experiment, algorithm, seed): from the summary, else from results/runs/<experiment>/<algorithm>/seed<s>."""
     parts = Path(run_dir).parts
@@ -37,9 +53,8 @@ def load(run_dirs) -> Runs:
     """Load runs; which model a report scores is fedavail.report.scored_model's view of them."""
     frames, rows = [], []
     for run_dir in run_dirs:
-        summary = json.loads((Path(run_dir) / "summary.json").read_text())
+        summary, metrics = read_run(run_dir)
         experiment, algorithm, seed = _identity(run_dir, summary)
-        metrics = pd.read_parquet(Path(run_dir) / "metrics.parquet")
         metrics.insert(0, "seed", seed)
         metrics.insert(0, "algorithm", algorithm)
         metrics.insert(0, "experiment", experiment)

@@ -1,6 +1,5 @@
 """Per-experiment tables (mean ± std over seeds of the last-N-round test accuracy) and accuracy curves."""
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +10,11 @@ from fedavail.io import atomic_path, write_text
 
 def load_runs(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[dict]]:
     """All runs' per-round metrics in one frame (with algorithm and seed columns), and their summaries."""
+    from fedavail.report.runs import read_run
+
     frames, summaries = [], []
     for run_dir in run_dirs:
-        summary = json.loads((Path(run_dir) / "summary.json").read_text())
-        metrics = pd.read_parquet(Path(run_dir) / "metrics.parquet")
+        summary, metrics = read_run(run_dir)
         metrics["algorithm"] = summary["algorithm_id"]
         metrics["seed"] = summary["seed"]
         frames.append(metrics)
@@ -23,7 +23,9 @@ def load_runs(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[dict]]:
 
 
 def final_accuracy(metrics: pd.DataFrame, last_n: int, rounds: int, column: str = "test_acc") -> float:
-    """Mean of `column` over the evaluated rounds among the last `last_n` of the run."""
+    """Mean of `column` over the evaluated rounds among the last `last_n` of the run (NaN if never evaluated)."""
+    if column not in metrics:
+        return float("nan")
     tail = metrics[metrics["round"] >= rounds - last_n][column].dropna()
     return float(tail.mean()) if len(tail) else float("nan")
 
@@ -37,7 +39,9 @@ def summary_table(metrics: pd.DataFrame, summaries: list[dict], algorithms: list
         per_seed = {seed: final_accuracy(run, last_n, rounds) for seed, run in runs.groupby("seed")}
         train = [final_accuracy(run, last_n, rounds, "train_acc") for _, run in runs.groupby("seed")]
         values = np.array(list(per_seed.values()), dtype=float)
-        diverged_seeds = sorted(seed for (alg, seed), at in diverged.items() if alg == algorithm and at is not None)
+        diverged_runs = sorted((seed, at) for (alg, seed), at in diverged.items()
+                               if alg == algorithm and at is not None)
+        diverged_seeds = [seed for seed, _ in diverged_runs]
         rows.append({
             "algorithm": algorithm,
             "test_acc_mean": np.nanmean(values) if np.isfinite(values).any() else np.nan,
@@ -45,6 +49,7 @@ def summary_table(metrics: pd.DataFrame, summaries: list[dict], algorithms: list
             "train_acc_mean": np.nanmean(train) if np.isfinite(train).any() else np.nan,
             "seeds": len(values),
             "diverged_seeds": ",".join(map(str, diverged_seeds)),
+            "diverged_at": "; ".join(f"seed {seed} at round {at}" for seed, at in diverged_runs),
         })
     return pd.DataFrame(rows)
 
@@ -54,22 +59,35 @@ def markdown(table: pd.DataFrame, title: str, last_n: int) -> str:
              f"Test accuracy (%) of the global model, mean ± std over seeds of the last-{last_n}-round average.", "",
              "| algorithm | test accuracy | train accuracy | seeds | note |", "|---|---|---|---|---|"]
     for row in table.itertuples():
-        note = f"diverged (seeds {row.diverged_seeds})" if row.diverged_seeds else ""
-        lines.append(f"| {row.algorithm} | {100 * row.test_acc_mean:.2f} ± {100 * row.test_acc_std:.2f} | "
-                     f"{100 * row.train_acc_mean:.2f} | {row.seeds} | {note} |")
+        note = f"† diverged: {row.diverged_at}" if row.diverged_at else ""
+        if row.test_acc_mean == row.test_acc_mean:
+            test = f"{100 * row.test_acc_mean:.2f} ± {100 * row.test_acc_std:.2f}" + (" †" if note else "")
+            train = f"{100 * row.train_acc_mean:.2f}"
+        else:  # no run of this algorithm was evaluated in its last rounds
+            test = train = f"diverged ({row.diverged_at})" if note else "—"
+        lines.append(f"| {row.algorithm} | {test} | {train} | {row.seeds} | {note} |")
     return "\n".join(lines) + "\n"
 
 
-def accuracy_figure(metrics: pd.DataFrame, path: Path, title: str) -> None:
+def accuracy_figure(metrics: pd.DataFrame, path: Path, title: str, diverged: dict[str, str] | None = None) -> None:
+    """Test accuracy curves per algorithm; an algorithm with diverged runs is labelled "† diverged: seed s at round
+    r" (`diverged`: algorithm -> that text)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    evaluated = metrics.dropna(subset=["test_acc"])
+    labels = {a: f"{a} † diverged: {what}" for a, what in (diverged or {}).items() if what}
+    evaluated = metrics.dropna(subset=["test_acc"]) if "test_acc" in metrics else metrics.iloc[0:0]
+    evaluated = evaluated.assign(algorithm=evaluated["algorithm"].map(lambda a: labels.get(a, a)))
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    sns.lineplot(data=evaluated, x="round", y="test_acc", hue="algorithm", errorbar="sd", ax=ax)
+    if len(evaluated):
+        sns.lineplot(data=evaluated, x="round", y="test_acc", hue="algorithm", errorbar="sd", ax=ax)
+    for label in sorted(set(labels.values()) - set(evaluated["algorithm"])):
+        ax.plot([], [], linestyle="none", marker="x", label=f"{label} (never evaluated)")
+    if labels:
+        ax.legend()
     ax.set(xlabel="round", ylabel="test accuracy", title=title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -85,7 +103,7 @@ def experiment_report(spec: dict, run_dirs: list[Path], table_md: Path, table_cs
     with atomic_path(table_csv) as tmp:
         table.to_csv(tmp, index=False)
     write_text(table_md, markdown(table, spec["experiment"], spec["last_n"]))
-    accuracy_figure(metrics, figure, spec["experiment"])
+    accuracy_figure(metrics, figure, spec["experiment"], dict(zip(table["algorithm"], table["diverged_at"])))
 
 
 # ---------------------------------------------------------------- cross-experiment tables (config `reports:`)
@@ -182,13 +200,14 @@ def _seed_stats(values) -> tuple[float, float]:
 
 def _diverged_note(records: list[dict]) -> list[str]:
     seen = sorted({(r["experiment"], r["label"], r["diverged"]) for r in records if r["diverged"]})
-    return [f"† diverged (NaN/inf), kept and marked: {e} / {label}: {what}." for e, label, what in seen]
+    return [f"† diverged (non-finite model or exploding loss), kept and marked: {e} / {label}: {what}." for e, label, what in seen]
 
 
-def _mean_std_text(mean: float, std: float, decimals: int, diverged: bool) -> str:
+def _mean_std_text(mean: float, std: float, decimals: int, diverged: str) -> str:
+    """`diverged`: "seed s at round r; ..." for a cell with diverged runs, else empty."""
     mark = " †" if diverged else ""
     if mean != mean:
-        return "diverged †" if diverged else "—"
+        return f"diverged ({diverged}) †" if diverged else "—"
     return f"{mean:.{decimals}f} ± {std:.{decimals}f}{mark}"
 
 
@@ -250,7 +269,7 @@ def accuracy_table(spec: dict, runs) -> tuple:
                             row.append("n/a")
                             continue
                         c = cell.iloc[0]
-                        text = _mean_std_text(c["mean"], c["std"], decimals, bool(c["diverged"]))
+                        text = _mean_std_text(c["mean"], c["std"], decimals, c["diverged"])
                         row.append(Cell(text, marks[(column, metric)].get(algorithm)))
                 table.rows.append(row)
     table.footnotes += _diverged_note(records)
@@ -381,7 +400,7 @@ def fast_table(spec: dict, runs) -> tuple:
                 row += ["n/a"] * (2 if algorithm in with_ratio else 1)
                 continue
             acc = cells[cells["metric"] == "test_acc"].iloc[0]
-            row.append(Cell(_mean_std_text(acc["mean"], acc["std"], decimals, bool(acc["diverged"]))))
+            row.append(Cell(_mean_std_text(acc["mean"], acc["std"], decimals, acc["diverged"])))
             if algorithm in with_ratio:
                 ratio = cells[cells["metric"] == "ratio"].iloc[0]["mean"]
                 row.append("—" if ratio != ratio else f"{ratio:.1f}%")
@@ -427,7 +446,7 @@ def memory_table(spec: dict, runs) -> tuple:
             table.rows.append([r.label + (" †" if r.diverged else ""), f"{r.state_bytes / 2**20:.3f}",
                                f"{r.model_copies:.1f}", f"{r.dimension:.0f}", f"{r.peak_memory_bytes / 2**20:.0f}",
                                f"{r.wall_seconds:.1f}"])
-    table.footnotes += [f"† diverged (NaN/inf), kept and marked: {r.experiment} / {r.label}: {r.diverged}."
+    table.footnotes += [f"† diverged (non-finite model or exploding loss), kept and marked: {r.experiment} / {r.label}: {r.diverged}."
                         for r in frame.itertuples() if r.diverged] if len(frame) else []
     return table, frame, None
 

@@ -1,0 +1,68 @@
+"""Training checkpoints: named groups of tensors (e.g. {"algorithm": state, "local": optimizer state}) and JSON
+metadata, in a torch file read with weights_only=True, so loading one can never run code.
+
+A checkpoint that cannot be read (truncated, zero bytes, not ours) is set aside, renamed to `<name>.unreadable`, and
+the run starts over, so a damaged file never blocks a rerun."""
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from fedavail.io import atomic_path
+
+log = logging.getLogger("fedavail.checkpoint")
+FORMAT = 1
+
+
+@dataclass
+class Checkpoint:
+    fingerprint: str
+    tensors: dict[str, dict[str, torch.Tensor]]
+    rows: list[dict]
+    next_round: int
+    elapsed: float
+    threads: int
+
+
+def save_checkpoint(path: str | Path, *, fingerprint: str, tensors: dict[str, dict[str, torch.Tensor]],
+                    rows: list[dict], next_round: int, elapsed: float, threads: int) -> None:
+    meta = {"format": FORMAT, "fingerprint": fingerprint, "rows": rows, "next_round": int(next_round),
+            "elapsed": float(elapsed), "threads": int(threads)}
+    groups = {group: {name: t.detach().cpu() for name, t in named.items()} for group, named in tensors.items()}
+    with atomic_path(path) as tmp:
+        torch.save({"meta": json.dumps(meta), "tensors": groups}, tmp)
+
+
+def set_aside(path: Path, reason: str) -> Path:
+    aside = path.with_name(path.name + ".unreadable")
+    os.replace(path, aside)
+    log.warning("checkpoint %s is unreadable (%s); set aside as %s, the run starts over", path, reason, aside)
+    return aside
+
+
+def load_checkpoint(path: str | Path, fingerprint: str, device: torch.device) -> Checkpoint | None:
+    """The checkpoint at `path` if it exists, is readable and was made under `fingerprint`; else None."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        raw = torch.load(path, map_location="cpu", weights_only=True)
+        meta = json.loads(raw["meta"])
+        groups = raw["tensors"]
+        if meta.get("format") != FORMAT or not all(
+                isinstance(t, torch.Tensor) for named in groups.values() for t in named.values()):
+            raise ValueError(f"not a fedavail checkpoint of format {FORMAT}")
+        checkpoint = Checkpoint(meta["fingerprint"], groups, meta["rows"], int(meta["next_round"]),
+                                float(meta["elapsed"]), int(meta["threads"]))
+    except Exception as error:  # any damage (EOFError, zip errors, missing keys, bad JSON) means: start over
+        set_aside(path, f"{type(error).__name__}: {error}")
+        return None
+    if checkpoint.fingerprint != fingerprint:
+        log.info("ignoring checkpoint %s: made from another spec, other inputs or other training code", path)
+        return None
+    checkpoint.tensors = {g: {k: v.to(device) for k, v in named.items()} for g, named in checkpoint.tensors.items()}
+    return checkpoint

@@ -1,0 +1,82 @@
+"""Config checks beyond the schema and the cross-references of fedavail.config.check: names that are safe in paths
+and shell commands, finite numbers, and the settings that are valid alone but cannot run together (a budget larger
+than the clients, a class mix the partition does not store, known p_i^t from a trace without them, ...). All run
+before any job starts, and every error names the key."""
+
+import math
+import re
+
+from fedavail.config import ConfigError, trace_spec
+
+# A name becomes a folder (results/runs/<experiment>/<algorithm>/...) and part of shell commands: letters, digits and
+# . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+NAMED_SECTIONS = ("experiments", "algorithms", "partitions", "traces", "reports", "datasets")
+
+# Training samples of each image dataset (text datasets depend on their options and use the natural scheme).
+TRAIN_SAMPLES = {"fashion_mnist": 60000, "cifar10": 50000, "svhn": 73257, "cinic10": 90000, "mnist5k": 4000,
+                 "digits": 1438}
+
+
+def check_names(config: dict) -> None:
+    for section in NAMED_SECTIONS:
+        for name in config.get(section) or {}:
+            if not isinstance(name, str) or not NAME.fullmatch(name):
+                raise ConfigError(f"{section}.{name!r}: a name must match {NAME.pattern} (letters, digits, '.', '_', "
+                                  f"'+', '-'; starting with a letter or digit): names become folders and shell words")
+
+
+def check_finite(value, key: str = "config") -> None:
+    """Reject NaN and ±inf anywhere (YAML's .nan / .inf): no setting means "not a number"."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            check_finite(item, f"{key}.{name}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_finite(item, f"{key}[{index}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{key.removeprefix('config.')}: {value} is not a finite number")
+
+
+def check_combinations(config: dict) -> None:
+    from fedavail.availability.traces import records_prob, validate_trace_for
+    from fedavail.data.partition import SCHEMES_DRAWING_NU
+
+    for name, partition in config["partitions"].items():
+        samples = TRAIN_SAMPLES.get(partition["dataset"])
+        clients = partition.get("num_clients")
+        if samples is not None and clients is not None and clients > samples:
+            raise ConfigError(f"partitions.{name}.num_clients: {clients} clients, but {partition['dataset']} has "
+                              f"only {samples} training samples")
+    for name in config["traces"]:
+        spec = trace_spec(config, name)
+        if spec.get("num_clients") is not None:
+            try:
+                validate_trace_for(spec, spec["num_clients"])
+            except ValueError as error:
+                raise ConfigError(f"traces.{name}: {error}") from error
+        if spec["model"] == "fedswe" and spec.get("class_mix", "nu") == "nu":
+            scheme = config["partitions"][spec["partition"]]["scheme"]
+            if scheme not in SCHEMES_DRAWING_NU:
+                raise ConfigError(f"traces.{name}.class_mix: 'nu' (the default) needs a partition that draws ν_i "
+                                  f"({', '.join(SCHEMES_DRAWING_NU)}); partition {spec['partition']!r} uses "
+                                  f"{scheme!r}: set class_mix: empirical")
+    for name, experiment in config["experiments"].items():
+        trace = trace_spec(config, experiment["trace"])
+        clients = trace.get("num_clients")
+        for algorithm in experiment["algorithms"]:
+            spec = config["algorithms"][algorithm]
+            budget = spec.get("clients_per_round")
+            if spec["algorithm"] == "f3ast" and budget is not None and clients is not None and budget > clients:
+                raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
+                                  f"of experiment {name!r}")
+            if _needs_prob(spec) and not records_prob(trace):
+                raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace "
+                                  f"{experiment['trace']!r} (model {trace['model']!r}, distribution "
+                                  f"{trace.get('distribution')!r}) does not record (experiment {name!r})")
+
+
+def _needs_prob(spec: dict) -> bool:
+    if spec["algorithm"] == "fast":
+        return _needs_prob({"algorithm": spec.get("base", "fedavg"), **(spec.get("base_hyperparameters") or {})})
+    return spec["algorithm"] == "fedavg" and spec.get("weighting") == "known"

@@ -17,8 +17,8 @@ from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.partition import make_partition, save_partition
 from fedavail.data.prepared import save_prepared
 import fedavail.checkpoint as checkpoint_mod
-import fedavail.train as train_mod
 from fedavail import divergence, provenance, stopping
+from fedavail.engine.local import LocalTrainer
 from fedavail.train import Execution, run
 
 from synthetic import image_dataset
@@ -223,24 +223,26 @@ def test_temporary_files_of_a_killed_run_are_removed(inputs, tmp_path):
     assert not any(path.exists() for path in left) and (run_dir / "metrics.parquet").exists()
 
 
-def test_a_stop_inside_a_round_discards_it_and_resumes_at_its_start(inputs, tmp_path, monkeypatch):
-    _run(inputs, tmp_path / "whole")
-    real = train_mod.train_clients
+@pytest.mark.parametrize("spec", [SPEC, PERSISTENT], ids=["sgd", "adam-persistent"])
+def test_a_stop_inside_a_round_discards_it_and_resumes_at_its_start(inputs, tmp_path, monkeypatch, spec):
+    # With persistent optimizer state and epoch cursors, the discarded round must leave them as they were too.
+    _run(inputs, tmp_path / "whole", spec)
+    real = LocalTrainer.train
 
-    def stop_in_round_2(*args):
-        if args[7] == 2:  # round_index: request the stop as a signal would, then let training notice it
+    def stop_in_round_2(self, clients, starts, correction, round_index, lr, state):
+        if round_index == 2:  # request the stop as a signal would, then let training notice it
             stopping.request(signal.SIGTERM)
-        return real(*args)
+        return real(self, clients, starts, correction, round_index, lr, state)
 
-    monkeypatch.setattr(train_mod, "train_clients", stop_in_round_2)
-    assert _run(inputs, tmp_path / "run") == {"stopped_at": 2}
-    monkeypatch.setattr(train_mod, "train_clients", real)
-    _run(inputs, tmp_path / "run")
+    monkeypatch.setattr(LocalTrainer, "train", stop_in_round_2)
+    assert _run(inputs, tmp_path / "run", spec) == {"stopped_at": 2}
+    monkeypatch.setattr(LocalTrainer, "train", real)
+    _run(inputs, tmp_path / "run", spec)
     pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
 
 
 def test_sigterm_does_not_wait_for_the_end_of_a_long_round(inputs, tmp_path):
-    spec = _with(SPEC, training__rounds=3, training__local_steps=1_000_000, training__last_n=1)
+    spec = _with(SPEC, training__rounds=3, training__local={"steps": 1_000_000, "batch_size": 16}, training__last_n=1)
     command = [sys.executable, "-m", "fedavail", "train", "--prepared", str(inputs / "data.pt"),
                "--partition", str(inputs / "partition.npz"), "--trace", str(inputs / "trace.npz"),
                "--spec", json.dumps(spec), "--out-dir", str(tmp_path / "run")]

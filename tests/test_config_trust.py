@@ -66,7 +66,7 @@ NAN = float("nan")
 
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["algorithms"]["fedavg_active"].update(lr=NAN), r"algorithms\.fedavg_active\.lr: nan is not a finite"),
-    (lambda c: c["experiments"]["tiny"]["training"].update(grad_clip=NAN), r"training\.grad_clip: nan"),
+    (lambda c: c["experiments"]["tiny"]["training"]["local"].update(grad_clip=NAN), r"training\.local\.grad_clip: nan"),
     (lambda c: c["algorithms"].update(swe={"algorithm": "fedswe", "lr": 0.1, "k": NAN}), r"algorithms\.swe\.k: nan"),
     (lambda c: c["algorithms"]["fedavg_active"].update(lr=float("inf")), r"algorithms\.fedavg_active\.lr: inf"),
 ])
@@ -97,7 +97,7 @@ def _fast_trace(c, **keys):
      r"'clients_per_round' must be an integer or null, got 2.5"),
     (lambda c: _use_algorithm(c, {"algorithm": "gfedavg", "lr": 0.1, "period": 2.5}),
      r"'period' must be an integer, got 2.5"),
-    (lambda c: c["algorithms"]["fedavg_known"].update(min_prob=-1), r"min_prob must be in \(0, 1\]"),
+    (lambda c: c["algorithms"]["fedavg_known"].update(p_floor=-1), r"p_floor must be in \(0, 1\] or null"),
     (lambda c: c["partitions"]["mnist5k_dir0.5"].update(num_clients=5000),
      r"partitions\.mnist5k_dir0\.5\.num_clients: 5000 clients, but mnist5k has only 4000"),
     (lambda c: (_fast_trace(c, distribution="uniform", snapshot_size=5), c["algorithms"].pop("fedavg_known"),

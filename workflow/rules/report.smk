@@ -123,8 +123,8 @@ rule report_claims:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs} --out md={output.md} "
-        "tex={output.tex} csv={output.csv} > {log} 2>&1"
+        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out md={output.md:q} "
+        "tex={output.tex:q} csv={output.csv:q} > {log:q} 2>&1"
 
 
 rule report_figure:

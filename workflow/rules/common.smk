@@ -3,6 +3,7 @@ import math
 import re
 
 import fedavail.config as fc
+from fedavail.launcher import malloc_assignments
 import fedavail.report.spec as rs
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -16,6 +17,7 @@ except fc.ConfigError as error:
 
 EXECUTION = config["execution"]
 TRAINING_SOURCES = fc.training_sources()  # listed once, not once per training job
+MALLOC_ASSIGNMENTS = malloc_assignments()
 
 
 wildcard_constraints:

@@ -25,6 +25,7 @@ rule train:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail train --prepared {input.prepared} --partition {input.partition} --trace {input.trace} "
-        "--out-dir $(dirname {output.metrics}) --spec {params.spec:q} {params.execution} "
+        # malloc settings in the job's environment (fedavail.launcher): read once, when the process starts.
+        MALLOC_ASSIGNMENTS + " fedavail train --prepared {input.prepared} --partition {input.partition} "
+        "--trace {input.trace} --out-dir $(dirname {output.metrics}) --spec {params.spec:q} {params.execution} "
         "--gpu-slots .snakemake/fedavail-gpu-slots > {log} 2>&1"

@@ -2,7 +2,7 @@
 # The GPU check: the engine on CUDA and the GPU speed numbers, in a few minutes on one GPU (budget: 8).
 #
 #   bash benchmarks/gpu_check.sh          on a machine with a CUDA GPU
-#   bash benchmarks/gpu_check.sh --cpu    every step cut to a few seconds on the CPU: checks that the script runs
+#   bash benchmarks/gpu_check.sh --cpu    every step cut short on the CPU (a few minutes): checks that the script runs
 #
 # PYTHON names the interpreter (default: python) of an environment with fedavail's dependencies installed
 # (pip install -c requirements.lock -e '.[test]'; add '.[bench]' for the FedLab arm, else that arm is left out).
@@ -18,9 +18,10 @@ PYTHON=${PYTHON:-python}
 
 if [[ "${1:-}" == "--cpu" ]]; then
     DEVICE=cpu
-    ROUND_COST=(--repeats 1 --workloads 4x32 --vmap-clients 4)
-    PEERS=(--repeats 1 --workloads 4x32)
-    RUN=(--rounds 2)
+    # One thread: a shared CPU's oversubscribed OpenMP threads make 2-thread steps erratic (10x slower).
+    ROUND_COST=(--repeats 1 --workloads 4x32 --vmap-clients 2 --threads 1)
+    PEERS=(--repeats 1 --workloads 4x32 --threads 1)
+    RUN=(--rounds 2 --local-steps 1 --threads 1)
 elif [[ $# -eq 0 ]]; then
     DEVICE=cuda
     ROUND_COST=(--repeats 3 --vmap-clients 100)

@@ -6,7 +6,8 @@ SVHN's shape (73,257 train / 26,032 test uint8 3x32x32 images, 10 classes; rando
 Dirichlet(0.1) over 100 clients, FedSWE's stationary availability, and FedSWE (k = 0, lr 0.1) with the FedSWE SVHN
 training settings of config/fedswe.yaml (10 local steps, batch 128, crop augmentation, evaluation every 20 rounds).
 It runs fedavail.train.run as a training job does and prints the median and mean seconds per round (rounds with and
-without evaluation) and the run's wall time. --rounds 2 --device cpu checks it on a CPU in about a minute."""
+without evaluation) and the run's wall time. --rounds 2 --local-steps 1 --device cpu checks it on a CPU in a
+minute or two."""
 
 import argparse
 import statistics
@@ -41,15 +42,16 @@ def main():
     ensure_malloc_settings([sys.executable, *sys.argv])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--local-steps", type=int, default=10, help="fewer only to check the script quickly")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--batched", default="auto", choices=["auto", "true", "false"])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args()
     spec = {"seed": 0, "experiment": "synthetic_svhn", "algorithm_id": "fedswe_k0",
             "algorithm": {"algorithm": "fedswe", "k": 0, "lr": 0.1},
-            "training": {"model": "fedswe_svhn_cnn", "rounds": args.rounds, "local_steps": 10, "batch_size": 128,
-                         "lr_schedule": "sqrt_decay", "grad_clip": 0.5, "eval_every": 20, "last_n": 0,
-                         "augmentation": {"crop_padding": 4}}}
+            "training": {"model": "fedswe_svhn_cnn", "rounds": args.rounds, "local_steps": args.local_steps,
+                         "batch_size": 128, "lr_schedule": "sqrt_decay", "grad_clip": 0.5, "eval_every": 20,
+                         "last_n": 0, "augmentation": {"crop_padding": 4}}}
     batched = {"true": True, "false": False}.get(args.batched, "auto")
     with tempfile.TemporaryDirectory() as root:
         root = Path(root)
@@ -66,7 +68,8 @@ def main():
         metrics = pq.read_table(root / "run/metrics.parquet", columns=["seconds", "participants"]).to_pydict()
     seconds = metrics["seconds"]
     provenance = summary["provenance"]
-    print(f"FedSWE SVHN CNN, {args.rounds} rounds on {provenance['device']} (batched: {provenance['batched']}), "
+    print(f"FedSWE SVHN CNN, {args.rounds} rounds of {args.local_steps} local steps on {provenance['device']} "
+          f"(batched: {provenance['batched']}), "
           f"{statistics.mean(metrics['participants']):.1f} participants per round on average")
     print(f"  seconds per round: median {statistics.median(seconds):.3f}, mean {statistics.mean(seconds):.3f}; "
           f"run wall time {summary['wall_seconds']:.1f} s")

@@ -14,10 +14,12 @@ class FlatModel:
 
     With `channels_last` (the default), 4-d parameters (convolution kernels [out, in, kh, kw]) are stored in the
     vector in (out, kh, kw, in) order, so their views have the channels-last memory format: convolutions, ReLU and
-    max-pooling then run on channels-last activations, which oneDNN computes 1.3-1.6x faster on CPU for the papers'
-    CNNs (benchmarks/peers.py). Only the memory layout changes: results equal the contiguous layout's up to float
-    reassociation (float32, one SVHN-CNN round: ~1e-6 relative; tests/test_engine.py). Vectors of the two layouts
-    are not interchangeable; everything reads them through the same FlatModel."""
+    max-pooling then run on channels-last activations, which oneDNN computes ~1.6x faster on CPU for the FedSWE SVHN
+    CNN (benchmarks/peers.py). Only the memory layout changes, not the arithmetic: in float64 a round ends where the
+    contiguous layout's does to 1e-12; in float32 the convolutions round differently, by an ulp per sum, which local
+    SGD amplifies (one 10 x 10 x 128 SVHN-CNN round: up to ~2e-4 on weights of scale ~0.1). Tolerances:
+    tests/test_engine_device.py. Vectors of the two layouts are not interchangeable; everything reads them through
+    the same FlatModel."""
 
     def __init__(self, module: nn.Module, channels_last: bool = True):
         self.module = module

@@ -8,6 +8,7 @@ import sys
 import fedavail.config as fc
 import fedavail.config_yaml as fy
 import fedavail.integrity as fi
+from fedavail.launcher import malloc_assignments
 import fedavail.report.spec as rs
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -29,6 +30,7 @@ except fc.ConfigError as error:
 
 EXECUTION = config["execution"]
 TRAINING_SOURCES = fc.training_sources()  # listed once, not once per training job
+MALLOC_ASSIGNMENTS = malloc_assignments()
 
 
 wildcard_constraints:

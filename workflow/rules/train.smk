@@ -25,6 +25,7 @@ rule train:
     conda:
         "../envs/fedavail.yaml"
     shell:
-        "fedavail train --prepared {input.prepared:q} --partition {input.partition:q} --trace {input.trace:q} "
-        "--out-dir \"$(dirname {output.metrics:q})\" --spec {params.spec:q} {params.execution} "
-        "--gpu-slots .snakemake/fedavail-gpu-slots > {log:q} 2>&1"
+        # malloc settings in the job's environment (fedavail.launcher): read once, when the process starts.
+        MALLOC_ASSIGNMENTS + " fedavail train --prepared {input.prepared:q} --partition {input.partition:q} "
+        "--trace {input.trace:q} --out-dir \"$(dirname {output.metrics:q})\" --spec {params.spec:q} "
+        "{params.execution} --gpu-slots .snakemake/fedavail-gpu-slots > {log:q} 2>&1"

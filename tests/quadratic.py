@@ -23,7 +23,7 @@ def quadratic_local_train(targets: torch.Tensor, steps: int, accuracy=None):
             weights = weights - ctx.lr * gradient
         loss = 0.5 * ((weights - targets[clients]) ** 2).sum(-1)
         acc = torch.zeros(len(clients), dtype=torch.float64) if accuracy is None else accuracy(ctx.round, clients)
-        return LocalResult(starts, weights, loss.double(), acc)
+        return LocalResult(starts, weights, loss.double(), acc, torch.full((len(clients),), steps), acc)
 
     return local_train
 
@@ -45,7 +45,7 @@ def simulate(algorithm: Algorithm, targets: torch.Tensor, available: torch.Tenso
         ctx = RoundContext(
             round=t, available=available[t], prob=None if prob is None else prob[t],
             snapshot=None if snapshot is None else snapshot[t],
-            lr=lr(t) if callable(lr) else lr, local_steps=steps, generator=torch_generator(seed, "algorithm", t))
+            lr=lr(t) if callable(lr) else lr, generator=torch_generator(seed, "algorithm", t))
         state, clients, _ = run_round(algorithm, state, ctx, local_train)
         history.append({"round": t, "clients": clients.tolist(), "x": state["x"].clone(),
                         **algorithm.round_metrics(state)})

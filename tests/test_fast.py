@@ -5,8 +5,10 @@ import pytest
 import torch
 
 from fedavail.algorithms import build_algorithm
+from fedavail.algorithms.base import RoundContext
 from fedavail.algorithms.fedprox import FedProx
 from fedavail.algorithms.scaffold import Scaffold
+from fedavail.engine.local import LocalResult
 from fedavail.rng import torch_generator
 
 from quadratic import simulate
@@ -186,3 +188,22 @@ def test_a_trace_without_snapshot_cohorts_is_refused():
 def test_bad_configs_are_refused_naming_the_key(hyperparameters, message):
     with pytest.raises(ValueError, match=message):
         fast(**hyperparameters)
+
+
+@pytest.mark.parametrize("signal", ["round_mean", "running"])
+def test_adaptive_signal_reads_the_round_mean_or_the_running_accuracy(signal):
+    algorithm = fast(schedule="adaptive", lam=1.0, signal=signal)
+    x0 = torch.zeros(2, dtype=torch.float64)
+    state = algorithm.init_state(x0, torch.ones(M, dtype=torch.int64))
+    available = torch.ones(M, dtype=torch.bool)
+    clients = torch.tensor([0, 1])
+    starts = x0.expand(2, -1)
+    for t, (round_mean, running) in enumerate([([0.6, 0.8], [0.5, 0.5]), ([0.2, 0.2], [0.4, 0.6])]):
+        ctx = RoundContext(round=t, available=available, prob=None, snapshot=SNAPSHOT[t], lr=0.1,
+                           generator=torch_generator(0, "algorithm", t))
+        result = LocalResult(starts, starts.clone(), torch.zeros(2), torch.tensor(round_mean),
+                             torch.ones(2, dtype=torch.int64), torch.tensor(running))
+        state = algorithm.aggregate(state, clients, result, ctx)
+    # q_2 = clip(q_1 + (acc_0 − acc_1)); q_1 = clip(0 + (0 − acc_0)) = 0.
+    expected = {"round_mean": 0.7 - 0.2, "running": 0.5 - 0.5}[signal]
+    torch.testing.assert_close(state["q"].item(), expected)

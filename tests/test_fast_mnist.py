@@ -20,8 +20,8 @@ from fedavail.train import Execution, run
 SEEDS = (0, 1, 2)
 ROUNDS = 30
 LAST = 5
-TRAINING = {"model": "small_cnn", "rounds": ROUNDS, "local_steps": 5, "batch_size": 20, "lr_schedule": "constant",
-            "grad_clip": None, "eval_every": ROUNDS, "last_n": LAST, "train_eval_samples": 100, "augmentation": {}}
+TRAINING = {"model": "small_cnn", "rounds": ROUNDS, "local": {"steps": 5, "batch_size": 20},
+            "eval_every": ROUNDS, "last_n": LAST, "train_eval_samples": 100, "augmentation": {}}
 RUNS = {  # name: (trace, algorithm)
     "fedavg_gamma": ("gamma", {"algorithm": "fedavg", "lr": 0.1}),
     "fedavg_uniform": ("uniform", {"algorithm": "fedavg", "lr": 0.1}),

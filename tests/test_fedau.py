@@ -13,7 +13,7 @@ GENERATOR = torch.Generator()  # FedAU draws nothing
 
 
 def context(round_index: int, available: torch.Tensor) -> RoundContext:
-    return RoundContext(round=round_index, available=available, prob=None, snapshot=None, lr=0.1, local_steps=1,
+    return RoundContext(round=round_index, available=available, prob=None, snapshot=None, lr=0.1,
                         generator=GENERATOR)
 
 

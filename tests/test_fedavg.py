@@ -40,3 +40,12 @@ def test_no_participants_means_no_update():
 def test_unknown_hyperparameter_is_named():
     with pytest.raises(ValueError, match="mu"):
         build_algorithm("fedavg", {"mu": 0.1})
+
+
+@pytest.mark.parametrize("p_floor, weight", [(0.02, 50.0), (None, 100.0)])
+def test_known_weighting_floors_p_or_uses_it_as_is(p_floor, weight):
+    available = torch.tensor([[True, False, False, False]])
+    prob = torch.tensor([[0.01, 0.5, 0.5, 0.5]], dtype=torch.float64)
+    algorithm = build_algorithm("fedavg", {"weighting": "known", "p_floor": p_floor})
+    state, _ = simulate(algorithm, TARGETS, available, steps=1, lr=0.5, prob=prob)
+    torch.testing.assert_close(state["x"], weight * 0.5 * TARGETS[0] / 4)

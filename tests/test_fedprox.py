@@ -50,7 +50,7 @@ def test_anchor_is_a_detached_copy_of_the_start_points():
     state = algorithm.init_state(torch.tensor([1.0, 2.0], requires_grad=True), torch.ones(3, dtype=torch.int64))
     clients = torch.tensor([0, 2])
     ctx = RoundContext(round=0, available=torch.ones(3, dtype=torch.bool), prob=None, snapshot=None, lr=0.1,
-                       local_steps=1, generator=torch_generator(0, "algorithm", 0))
+                       generator=torch_generator(0, "algorithm", 0))
     correction = algorithm.correction(state, clients, ctx)
     starts = algorithm.start_points(state, clients, ctx)
     assert correction.prox_mu == 0.5 and correction.drift is None

@@ -22,7 +22,7 @@ def alternating(rounds: int) -> torch.Tensor:
 
 
 def context(round_index: int, available: torch.Tensor, lr: float = 0.1) -> RoundContext:
-    return RoundContext(round=round_index, available=available, prob=None, snapshot=None, lr=lr, local_steps=1,
+    return RoundContext(round=round_index, available=available, prob=None, snapshot=None, lr=lr,
                         generator=torch_generator(0, "algorithm", round_index))
 
 

@@ -33,9 +33,9 @@ def inputs(tmp_path_factory):
 
 def _final_accuracy(inputs, out_dir, algorithm: dict) -> pd.DataFrame:
     spec = {"seed": SEED,
-            "training": {"model": "small_cnn", "rounds": ROUNDS, "local_steps": 5, "batch_size": 16,
-                         "lr_schedule": "sqrt_decay", "grad_clip": 0.5, "eval_every": ROUNDS, "last_n": 3,
-                         "train_eval_samples": 200},
+            "training": {"model": "small_cnn", "rounds": ROUNDS, "eval_every": ROUNDS, "last_n": 3,
+                         "train_eval_samples": 200,
+                         "local": {"steps": 5, "batch_size": 16, "schedule": "sqrt_decay", "grad_clip": 0.5}},
             "algorithm": {"lr": 0.05, **algorithm}}
     run(inputs / "data.pt", inputs / "partition.npz", inputs / "trace.npz", out_dir, spec)
     return pd.read_parquet(out_dir / "metrics.parquet")
@@ -46,5 +46,6 @@ def test_fedswe_ends_above_fedavg_over_all_clients(inputs, tmp_path):
     fedavg = _final_accuracy(inputs, tmp_path / "fedavg_all", {"algorithm": "fedavg", "weighting": "all"})
     last = slice(ROUNDS - 3, ROUNDS)
     assert fedswe["test_acc"].iloc[last].mean() > fedavg["test_acc"].iloc[last].mean()
-    assert fedswe["test_acc_local_mean"].iloc[last].notna().all()  # the mean local model is evaluated and logged
+    # the mean of the local models is evaluated on test and train data and logged
+    assert fedswe[["test_acc_local_mean", "train_acc_local_mean"]].iloc[last].notna().all().all()
     assert fedswe["consensus_error"].notna().all() and "consensus_error" not in fedavg

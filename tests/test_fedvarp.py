@@ -13,7 +13,7 @@ TARGETS = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-3.0, 1.0], [2.0, 2.0]], dtype=
 
 
 def context(round_index: int, available: torch.Tensor) -> RoundContext:
-    return RoundContext(round=round_index, available=available, prob=None, snapshot=None, lr=0.1, local_steps=1,
+    return RoundContext(round=round_index, available=available, prob=None, snapshot=None, lr=0.1,
                         generator=torch_generator(0, "algorithm", round_index))
 
 

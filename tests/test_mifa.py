@@ -15,7 +15,7 @@ TARGETS = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-3.0, 1.0], [2.0, 2.0]], dtype=
 
 
 def context(round_index: int, available: torch.Tensor, lr: float) -> RoundContext:
-    return RoundContext(round=round_index, available=available, prob=None, snapshot=None, lr=lr, local_steps=1,
+    return RoundContext(round=round_index, available=available, prob=None, snapshot=None, lr=lr,
                         generator=torch_generator(0, "algorithm", round_index))
 
 
@@ -95,3 +95,21 @@ def test_running_sum_matches_the_table():
 def test_validation():
     with pytest.raises(ValueError, match="init"):
         build_algorithm("mifa", {"init": "one_pass"})
+
+
+@pytest.mark.parametrize("normalize, expected_step", [("lr", 0.25), ("raw", 0.5)])
+def test_a_stale_entry_is_rescaled_to_the_current_lr_or_kept_raw(normalize, expected_step):
+    # Client 0 moves by −a at lr 0.1 in round 0; nobody is available in round 1, where lr = 0.05.
+    # lr: G_0 = a / 0.1, so round 1 moves x by −0.05 · G_0 / 2 = −a/4.  raw: G_0 = a, round 1 moves x by −a/2.
+    algorithm = build_algorithm("mifa", {"normalize": normalize})
+    x0 = torch.zeros(2, dtype=torch.float64)
+    a = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    state = algorithm.init_state(x0, torch.ones(2, dtype=torch.int64))
+    result = LocalResult(x0[None], (x0 - a)[None], None, None)
+    state = algorithm.aggregate(state, torch.tensor([0]), result, context(0, torch.tensor([True, False]), 0.1))
+    x1 = state["x"].clone()
+    torch.testing.assert_close(x1, x0 - a / 2)  # the first round moves by the fresh entry either way
+    empty = LocalResult(x0[:0], x0[:0], None, None)
+    state = algorithm.aggregate(state, torch.tensor([], dtype=torch.int64), empty,
+                                context(1, torch.tensor([False, False]), 0.05))
+    torch.testing.assert_close(state["x"], x1 - expected_step * a)

@@ -73,11 +73,11 @@ def test_fedswe_config_follows_the_paper():
     config = yaml.safe_load((REPO / "config/fedswe.yaml").read_text())
     table2 = [config["experiments"][e] for e in config["reports"]["table2"]["experiments"]]
     assert len(table2) == 9 and all(len(e["algorithms"]) == 10 for e in table2)
-    assert all(e["training"]["rounds"] == 2000 and e["training"]["lr_schedule"] == "sqrt_decay" for e in table2)
+    assert all(e["training"]["rounds"] == 2000 and e["training"]["local"]["schedule"] == "sqrt_decay" for e in table2)
     lrs = {a: s["lr"] for a, s in config["algorithms"].items()}
     assert lrs["fedswe_k100"] == lrs["fedavg_known"] == 0.1 and lrs["fedavg_active"] == lrs["fedau"] == 0.05
     periodic = config["experiments"]["cifar10_periodic_static"]["training"]
-    assert periodic["rounds"] == 20000 and periodic["lr_schedule"] == "constant"
+    assert periodic["rounds"] == 20000 and periodic["local"]["schedule"] == "constant"
     assert config["experiments"]["svhn_periodic_static"]["training"]["rounds"] == 10000
     ks = sorted(config["algorithms"][a]["k"] for a in config["reports"]["fig8_9_k_svhn"]["algorithms"])
     assert ks == [0, 1, 10, 100, 1000, 10000]

@@ -48,7 +48,7 @@ def config_with(experiments: dict, algorithms: dict, reports: dict, seeds=(0, 1)
             trace["gamma"] = gamma
         traces[f"t_{name}"] = trace
         exps[name] = {"partition": f"p_{name}", "trace": f"t_{name}", "algorithms": list(algs),
-                      "training": {"model": "small_cnn", "rounds": ROUNDS, "local_steps": 5, "last_n": 20,
+                      "training": {"model": "small_cnn", "rounds": ROUNDS, "local": {"steps": 5}, "last_n": 20,
                                    "eval_every": 10}}
     return {"seeds": list(seeds), "partitions": partitions, "traces": traces, "algorithms": algorithms,
             "experiments": exps, "reports": reports}

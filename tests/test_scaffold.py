@@ -16,7 +16,7 @@ CURVATURES = torch.tensor([[1.0, 0.2], [0.2, 1.0], [3.0, 0.5], [0.5, 2.0]], dtyp
 
 
 def context(t: int, available: torch.Tensor, lr: float, steps: int) -> RoundContext:
-    return RoundContext(round=t, available=available, prob=None, snapshot=None, lr=lr, local_steps=steps,
+    return RoundContext(round=t, available=available, prob=None, snapshot=None, lr=lr,
                         generator=torch_generator(0, "algorithm", t))
 
 
@@ -31,7 +31,7 @@ def curved_local_train(curvatures: torch.Tensor, targets: torch.Tensor, steps: i
                 gradient = correction.apply(gradient, weights)
             weights = weights - ctx.lr * gradient
         zeros = torch.zeros(len(clients), dtype=torch.float64)
-        return LocalResult(starts, weights, zeros, zeros)
+        return LocalResult(starts, weights, zeros, zeros, torch.full((len(clients),), steps))
 
     return local_train
 

@@ -20,8 +20,8 @@ from synthetic import image_dataset
 
 SPEC = {
     "experiment": "unit", "algorithm_id": "fedavg_active", "seed": 0,
-    "training": {"model": "small_cnn", "rounds": 12, "local_steps": 3, "batch_size": 16, "lr_schedule": "sqrt_decay",
-                 "grad_clip": 0.5, "eval_every": 3, "last_n": 2, "train_eval_samples": 200, "augmentation": {}},
+    "training": {"model": "small_cnn", "rounds": 12, "eval_every": 3, "last_n": 2, "train_eval_samples": 200, "augmentation": {},
+                 "local": {"steps": 3, "batch_size": 16, "schedule": "sqrt_decay", "grad_clip": 0.5}},
     "algorithm": {"algorithm": "fedavg", "lr": 0.05, "weighting": "known"},
 }
 
@@ -88,15 +88,33 @@ def test_checkpoint_from_another_spec_is_not_resumed(inputs, tmp_path):
                                   pd.read_parquet(tmp_path / "fresh/metrics.parquet").drop(columns="seconds"))
 
 
-def _train_command(inputs, *options):
-    spec = _with(SPEC, training__rounds=150, training__eval_every=50)
+PERSISTENT = _with(SPEC, training__local={"optimizer": "adam", "lr": 1e-3, "optimizer_state": "persistent",
+                                           "epochs": 1, "max_steps": 2, "batch_size": 16})
+
+
+def test_persistent_optimizer_state_is_checkpointed_resumed_and_counted(inputs, tmp_path):
+    _run(inputs, tmp_path / "whole", PERSISTENT)
+    _run(inputs, tmp_path / "split", PERSISTENT, execution=Execution(checkpoint_every=100), stop_after_round=5)
+    _run(inputs, tmp_path / "split", PERSISTENT)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "whole/metrics.parquet").drop(columns="seconds"),
+                                  pd.read_parquet(tmp_path / "split/metrics.parquet").drop(columns="seconds"))
+    summary = json.loads((tmp_path / "whole/summary.json").read_text())
+    m, d = 10, summary["dimension"]
+    # Adam's two [m, d] moment tables and its [m] step counts, plus the [m] epoch cursor and running accuracy.
+    assert summary["local_state_bytes"] == 2 * m * d * 4 + m * 8 + 4 * m * 8
+    assert summary["state_bytes"] == d * 4 + summary["local_state_bytes"]
+
+
+def _train_command(inputs, *options, spec=SPEC):
+    spec = _with(spec, training__rounds=150, training__eval_every=50)
     return [sys.executable, "-m", "fedavail", "train", "--prepared", str(inputs / "data.pt"),
             "--partition", str(inputs / "partition.npz"), "--trace", str(inputs / "trace.npz"),
             "--spec", json.dumps(spec), *options]
 
 
-def test_sigkilled_job_resumes_to_the_same_result(inputs, tmp_path):
-    command = _train_command(inputs, "--checkpoint-every", "2")
+@pytest.mark.parametrize("spec", [SPEC, PERSISTENT], ids=["sgd", "adam-persistent"])
+def test_sigkilled_job_resumes_to_the_same_result(inputs, tmp_path, spec):
+    command = _train_command(inputs, "--checkpoint-every", "2", spec=spec)
     subprocess.run([*command, "--out-dir", str(tmp_path / "whole")], check=True, capture_output=True)
     victim = subprocess.Popen([*command, "--out-dir", str(tmp_path / "killed")], stderr=subprocess.DEVNULL)
     checkpoint = tmp_path / "killed/checkpoint.pt"
@@ -123,7 +141,7 @@ def test_sigterm_checkpoints_and_exits_nonzero(inputs, tmp_path):
 
 
 def test_divergence_is_recorded_not_raised(inputs, tmp_path):
-    spec = _with(SPEC, algorithm__lr=1e12, training__grad_clip=None)
+    spec = _with(SPEC, algorithm__lr=1e12, training__local={"steps": 3, "batch_size": 16})
     summary = _run(inputs, tmp_path / "run", spec)
     assert summary["diverged_at"] is not None
     metrics = pd.read_parquet(tmp_path / "run/metrics.parquet")

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from fedavail.algorithms import build_algorithm
 from fedavail.models import MODEL_NAMES
+from fedavail.plan.local import resolve_local
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
-PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf")
+PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf", "shakespeare_leaf_json")
 TRACE_MODELS_NEEDING_PARTITION = ("fedswe",)
 
 
@@ -46,6 +47,11 @@ def check(config: dict) -> None:
             if algorithm not in config["algorithms"]:
                 raise ConfigError(f"{key}.algorithms: {algorithm!r} is not defined under 'algorithms'")
         training = experiment["training"]
+        for algorithm in experiment["algorithms"]:
+            try:
+                local_spec(config, name, algorithm)
+            except ValueError as error:
+                raise ConfigError(f"{error} (algorithm {algorithm!r})") from error
         if training["model"] not in MODEL_NAMES:
             raise ConfigError(f"{key}.training.model: unknown model {training['model']!r}; known: {MODEL_NAMES}")
         trace = config["traces"][experiment["trace"]]
@@ -124,11 +130,19 @@ def runs(config: dict, experiment: str | None = None) -> list[Run]:
             for s in experiment_seeds(config, e)]
 
 
+def local_spec(config: dict, experiment: str, algorithm: str) -> dict:
+    """The run's local optimisation settings, resolved: the experiment's `training.local` with the algorithm's lr."""
+    training = config["experiments"][experiment]["training"]
+    lr = config["algorithms"][algorithm].get("lr")
+    return resolve_local(training.get("local"), lr, f"experiments.{experiment}.training.local").as_dict()
+
+
 def run_spec(config: dict, experiment: str, algorithm: str, seed: int) -> dict:
-    """Exactly what one training job depends on: its experiment's training settings, its algorithm, its seed."""
-    return {"experiment": experiment, "algorithm_id": algorithm, "seed": int(seed),
-            "training": config["experiments"][experiment]["training"],
-            "algorithm": config["algorithms"][algorithm]}
+    """Exactly what one training job depends on: its experiment's training settings with the local optimisation
+    block resolved for this algorithm, its algorithm's hyperparameters, its seed."""
+    training = {**config["experiments"][experiment]["training"], "local": local_spec(config, experiment, algorithm)}
+    return {"experiment": experiment, "algorithm_id": algorithm, "seed": int(seed), "training": training,
+            "algorithm": _without(config["algorithms"][algorithm], "lr")}
 
 
 def report_spec(config: dict, experiment: str) -> dict:

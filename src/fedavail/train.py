@@ -24,15 +24,16 @@ from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
 from fedavail.engine.client_data import Augmentation, ClientData
 from fedavail.engine.evaluate import evaluate
-from fedavail.engine.local import LocalSpec, train_clients, vmap_supported
+from fedavail.engine.local import LocalTrainer, vmap_supported
 from fedavail.engine.params import FlatModel
 from fedavail.io import atomic_path, write_json
 from fedavail.models import build_model
+from fedavail.plan.local import resolve_local
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
 
-TRAINING_SOURCES = ("train.py", "engine", "algorithms", "models", "data/augment.py", "rng.py")
+TRAINING_SOURCES = ("train.py", "engine", "algorithms", "models", "plan", "data/augment.py", "rng.py")
 
 
 def training_code_hash() -> str:
@@ -44,14 +45,6 @@ def training_code_hash() -> str:
             digest.update(path.relative_to(root).as_posix().encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def local_lr(schedule: str, lr0: float, round_index: int) -> float:
-    if schedule == "constant":
-        return lr0
-    if schedule == "sqrt_decay":  # FedSWE §7.2: η_l = η0 / sqrt(t/10 + 1)
-        return lr0 / math.sqrt(round_index / 10 + 1)
-    raise ValueError(f"unknown lr_schedule {schedule!r}")
 
 
 def evaluation_due(round_index: int, rounds: int, eval_every: int, last_n: int) -> bool:
@@ -114,7 +107,8 @@ class Execution:
 
 def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Path, spec: dict,
         execution: Execution = Execution(), stop_after_round: int | None = None) -> dict:
-    """Run (or resume) one training run described by `spec` = {seed, training: {...}, algorithm: {...}}.
+    """Run (or resume) one training run described by `spec` = {seed, training: {..., local: {...}}, algorithm: {...}}
+(fedavail.config.run_spec resolves the local optimisation block; an algorithm's own lr overrides its lr).
 
     `stop_after_round` ends the run early as if preempted (tests use it to check resume)."""
     started = time.perf_counter()
@@ -123,7 +117,7 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
     training = spec["training"]
     algorithm_spec = dict(spec["algorithm"])
     algorithm_name = algorithm_spec.pop("algorithm")
-    lr0 = float(algorithm_spec.pop("lr"))
+    options = resolve_local(training.get("local"), algorithm_spec.pop("lr", None), "training.local")
     algorithm = build_algorithm(algorithm_name, algorithm_spec)
 
     torch.set_num_threads(execution.threads)
@@ -150,16 +144,19 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
     if batched and not vmap_supported(model):
         log.info("model %s cannot be batched with vmap (LSTM); using the per-client loop", training["model"])
         batched = False
-    local = LocalSpec(int(training["local_steps"]), int(training["batch_size"]), lr0, training.get("grad_clip"))
-
-    def local_train(clients, starts, correction, ctx):
-        round_spec = LocalSpec(local.steps, local.batch_size, ctx.lr, local.grad_clip)
-        return train_clients(model, data, clients.cpu(), starts, round_spec, correction, seed, ctx.round, batched)
+    trainer = LocalTrainer(model, data, options, seed, batched)
 
     fingerprint = hashlib.sha256(json.dumps([spec, training_code_hash()], sort_keys=True).encode()).hexdigest()
-    state, rows, first_round, elapsed_before = _resume(paths, fingerprint, device)
-    if state is None:
-        state = algorithm.init_state(model.flatten().to(device), data.client_sizes().to(device))
+    saved, rows, first_round, elapsed_before = _resume(paths, fingerprint, device)
+    if saved is None:
+        x0 = model.flatten().to(device)
+        state = algorithm.init_state(x0, data.client_sizes().to(device))
+        local_state = trainer.init_state(partition.num_clients, x0.dtype, device)
+    else:
+        state, local_state = saved["algorithm"], saved["local"]
+
+    def local_train(clients, starts, correction, ctx):
+        return trainer.train(clients, starts, correction, ctx.round, ctx.lr, local_state)
     eval_every, last_n = int(training["eval_every"]), int(training["last_n"])
     checkpoint_every, log_every = execution.checkpoint_every, execution.log_every
     stop = StopRequested()
@@ -173,8 +170,7 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
             available=torch.from_numpy(trace.available[t]).to(device),
             prob=None if trace.prob is None else torch.from_numpy(trace.prob[t]).to(device),
             snapshot=None if trace.snapshot is None else torch.from_numpy(trace.snapshot[t]).to(device),
-            lr=local_lr(training["lr_schedule"], lr0, t),
-            local_steps=local.steps,
+            lr=options.lr_at(t),
             generator=torch_generator(seed, "algorithm", t),
         )
         state, clients, result = run_round(algorithm, state, ctx, local_train)
@@ -194,8 +190,8 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
                 suffix = "" if name == "global" else f"_{name}"
                 row[f"test_loss{suffix}"], row[f"test_acc{suffix}"] = evaluate(
                     model, weights, test_x, test_y, data.inputs)
-            row["train_loss"], row["train_acc"] = evaluate(model, models["global"], train_eval_x, train_eval_y,
-                                                           data.inputs)
+                row[f"train_loss{suffix}"], row[f"train_acc{suffix}"] = evaluate(
+                    model, weights, train_eval_x, train_eval_y, data.inputs)
         row["seconds"] = time.perf_counter() - round_started
         rows.append(row)
         progress(t, row, log_every)
@@ -203,7 +199,8 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
         done = t + 1
         preempted = stop.signal is not None or (stop_after_round is not None and done >= stop_after_round)
         if done < rounds and (done % checkpoint_every == 0 or preempted):
-            _save_checkpoint(paths, fingerprint, state, rows, done, elapsed_before + time.perf_counter() - started)
+            _save_checkpoint(paths, fingerprint, {"algorithm": state, "local": local_state}, rows, done,
+                             elapsed_before + time.perf_counter() - started)
         if preempted and done < rounds:
             log.warning("stopping after round %d (%s); the next run resumes from the checkpoint", t,
                         f"signal {stop.signal}" if stop.signal else "requested")
@@ -215,7 +212,8 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
     summary = {
         "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": seed,
         "spec": spec, "rounds_completed": len(rows), "diverged_at": diverged_at,
-        "state_bytes": state_bytes(state), "dimension": model.dim,
+        "state_bytes": state_bytes(state) + state_bytes(local_state),
+        "local_state_bytes": state_bytes(local_state), "dimension": model.dim,
         "wall_seconds": elapsed_before + time.perf_counter() - started,
         "peak_memory_bytes": _peak_memory(device),
         "provenance": {"fedavail_version": __version__, "git_commit": git_commit(), "torch": torch.__version__,
@@ -235,10 +233,11 @@ def _train_eval_subset(dataset: dict, samples: int, seed: int) -> torch.Tensor:
     return torch.from_numpy(chosen.copy()).sort().values
 
 
-def _save_checkpoint(paths: RunPaths, fingerprint: str, state, rows, next_round: int, elapsed: float) -> None:
+def _save_checkpoint(paths: RunPaths, fingerprint: str, groups: dict, rows, next_round: int, elapsed: float) -> None:
+    tensors = {name: {k: v.cpu() for k, v in group.items()} for name, group in groups.items()}
     with atomic_path(paths.checkpoint) as tmp:
-        torch.save({"fingerprint": fingerprint, "state": {k: v.cpu() for k, v in state.items()}, "rows": rows,
-                    "next_round": next_round, "elapsed": elapsed}, tmp)
+        torch.save({"fingerprint": fingerprint, "state": tensors, "rows": rows, "next_round": next_round,
+                    "elapsed": elapsed}, tmp)
 
 
 def _resume(paths: RunPaths, fingerprint: str, device: torch.device):
@@ -249,8 +248,8 @@ def _resume(paths: RunPaths, fingerprint: str, device: torch.device):
         log.info("ignoring checkpoint %s: made by another spec or other training code", paths.checkpoint)
         return None, [], 0, 0.0
     log.info("resuming from %s at round %d", paths.checkpoint, checkpoint["next_round"])
-    state = {k: v.to(device) for k, v in checkpoint["state"].items()}
-    return state, checkpoint["rows"], checkpoint["next_round"], checkpoint["elapsed"]
+    groups = {name: {k: v.to(device) for k, v in group.items()} for name, group in checkpoint["state"].items()}
+    return groups, checkpoint["rows"], checkpoint["next_round"], checkpoint["elapsed"]
 
 
 def _peak_memory(device: torch.device) -> int:

@@ -1,7 +1,8 @@
 # Reports. Per experiment: a table of mean ± std over seeds of the last-N-round test accuracy, and accuracy curves.
 # Across experiments (config `reports:`, fedavail.report.spec): the papers' tables (Markdown, LaTeX, CSV, and the
-# published values beside ours) and figures (PNG, PDF, and the plotted numbers as CSV). Each report job's params are
-# exactly its own slice of the config, so editing one report reruns only that report.
+# published values beside ours), figures (PNG, PDF, and the plotted numbers as CSV) and the claims tables (the papers'
+# claims checked on the runs, their own section of the HTML report). Each report job's params are exactly its own
+# slice of the config, so editing one report reruns only that report.
 
 
 rule report_experiment:
@@ -86,6 +87,33 @@ rule report_table:
         csv="results/tables/{report}.csv",
     wildcard_constraints:
         report=names_pattern(rs.report_names(config, "table")),
+    params:
+        spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
+        run_dirs=report_run_dirs,
+        caption=report_caption,
+    log:
+        "logs/report_set/{report}.log",
+    conda:
+        "../envs/fedavail.yaml"
+    shell:
+        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs} --out md={output.md} "
+        "tex={output.tex} csv={output.csv} > {log} 2>&1"
+
+
+rule report_claims:
+    input:
+        unpack(report_inputs),
+    output:
+        md=report(
+            "results/tables/{report}.md",
+            caption="../report/claims.rst",
+            category="Claims",
+            labels={"report": "{report}"},
+        ),
+        tex="results/tables/{report}.tex",
+        csv="results/tables/{report}.csv",
+    wildcard_constraints:
+        report=names_pattern(rs.report_names(config, "claims")),
     params:
         spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
         run_dirs=report_run_dirs,

@@ -22,7 +22,6 @@ class RoundContext:
     prob: torch.Tensor | None  # float [m]: p_i^t where the availability model defines it
     snapshot: torch.Tensor | None  # long [n]: the trace's pre-drawn uniform cohort for this round
     lr: float  # the local learning rate this round
-    local_steps: int
     generator: torch.Generator  # keyed by (seed, "algorithm", round): the algorithm's own draws
 
 

@@ -1,4 +1,5 @@
-"""F3AST (Ribero, Vikalo, de Veciana, IEEE JSTSP 2022; ALGORITHMS.md §11): learned availability-aware selection.
+"""F3AST (Ribero, Vikalo, de Veciana, IEEE JSTSP 2022; arXiv 2205.06730, doi 10.1109/JSTSP.2022.3224590):
+learned availability-aware selection.
 
   p_k = n_k / Σ n (data share);  r^0 = p (the code's `initialize_p=True`)
   select:  S_t = the min(K, |A_t|) *available* clients with the largest p_k² / (r_k^t)²

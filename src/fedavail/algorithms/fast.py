@@ -14,9 +14,13 @@ Schedules:
 u_r is the first uniform of the round's algorithm stream (ctx.generator), read from a copy so the stream is not
 consumed and select/aggregate agree.
 
-acc_r is the participants' mean local training accuracy over round r's local steps (LocalResult.accuracy.mean()),
-the training accuracy the paper names and the authors' code uses (their running per-client metric is not
-reproduced). Round 0 has acc_{−1} = 0 (Algorithm 2 starts Δ = 0, as the authors' v_prev = 0), so q_1 = 0. A round
+acc_r is the participants' mean local training accuracy, read one of two ways (option `signal`):
+  round_mean: each participant's mean minibatch accuracy over round r's local steps (LocalResult.accuracy);
+  running:    each participant's running mean minibatch accuracy since its current epoch began, reported at its last
+              step of the round (a step that ends an epoch reports that epoch's mean): the per-client metric of the
+              authors' code (RogerRogerUSC/FAST `Agent.train_accuracy`, reset at each epoch's end), whose epochs span
+              rounds when local work is `epochs` with `max_steps` (LocalResult.running_accuracy).
+Round 0 has acc_{−1} = 0 (Algorithm 2 starts Δ = 0, as the authors' v_prev = 0), so q_1 = 0. A round
 without participants has no accuracy and leaves q_r and acc_{r−1} unchanged.
 
 FAST+ is composition: FAST holds a base algorithm and delegates start points, correction, aggregation and the base
@@ -32,6 +36,7 @@ from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalCorrection, LocalResult
 
 SCHEDULES = ("every", "bernoulli", "adaptive")
+SIGNALS = ("round_mean", "running")
 BASES = ("fedavg", "fedprox", "scaffold")
 _KEYS = ("q", "last_q", "last_snapshot", "last_acc")
 
@@ -44,6 +49,7 @@ class Fast(Algorithm):
     interval: int = 2  # I, schedule "every"
     q: float = 0.5  # schedule "bernoulli"
     lam: float = 1.0  # λ, schedule "adaptive"
+    signal: str = "round_mean"  # adaptive q's accuracy signal
     inner: Algorithm = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -59,6 +65,8 @@ class Fast(Algorithm):
             raise ValueError(f"fast q must be in [0, 1], got {self.q}")
         if self.lam < 0:
             raise ValueError(f"fast lam must be >= 0, got {self.lam}")
+        if self.signal not in SIGNALS:
+            raise ValueError(f"fast signal must be one of {SIGNALS}, got {self.signal!r}")
         try:
             self.inner = build_algorithm(self.base, dict(self.base_hyperparameters or {}))
         except ValueError as error:
@@ -109,7 +117,8 @@ class Fast(Algorithm):
         q, last_acc = state["q"], state["last_acc"]
         next_q, next_acc = q, last_acc
         if self.schedule == "adaptive" and len(clients) > 0:
-            next_acc = result.accuracy.mean().to(last_acc)
+            accuracy = result.running_accuracy if self.signal == "running" else result.accuracy
+            next_acc = accuracy.mean().to(last_acc)
             next_q = (q + self.lam * (last_acc - next_acc)).clamp(0.0, 1.0)
         return {**new, "q": next_q, "last_q": q, "last_snapshot": torch.full_like(q, float(snapshot)),
                 "last_acc": next_acc}

@@ -1,4 +1,4 @@
-"""FedAU (Wang & Ji, ICLR 2024; ALGORITHMS.md §9): weight each update by the client's estimated participation interval.
+"""FedAU (Wang & Ji, ICLR 2024; arXiv 2306.03401): weight each update by the client's estimated participation interval.
 
 Per client: M_i (intervals recorded), Ω_i (their mean), S_i (rounds since the last recorded interval).
   i ∈ A_t:  ω_i = Ω_i if M_i > 0 else 1     (intervals completed *before* this round; first participation: 1)
@@ -8,8 +8,9 @@ Per client: M_i (intervals recorded), Ω_i (their mean), S_i (rounds since the l
     i ∉ A_t:  S_i ← S_i + 1; if S_i ≥ K: record(S_i), S_i ← 0     (cutoff K; every interval is ≤ K, so ω_i ≤ K)
   record(L): Ω_i ← (M_i·Ω_i + L)/(M_i + 1), M_i ← M_i + 1
 
-For Bernoulli(p_i) availability Ω_i → 1/p_i (up to the cutoff's truncation). `cutoff` = K (FedSWE paper and S2:
-50; null = ∞, the S1 code default 10^5). State: x [d], M [m], Omega [m] (float64), S [m]: O(m) scalars."""
+For Bernoulli(p_i) availability Ω_i → 1/p_i (up to the cutoff's truncation). `cutoff` = K (FedSWE paper, arXiv
+2609.04763 App. H, and mingxiang12/FedAWE: 50; null = ∞, the IBM/fedau code default 10^5).
+State: x [d], M [m], Omega [m] (float64), S [m]: O(m) scalars."""
 
 from dataclasses import dataclass
 

@@ -1,7 +1,11 @@
-"""FedAvg under availability (ALGORITHMS.md §2): average over active clients, over all clients, or with known p_i^t.
+"""FedAvg (McMahan et al., arXiv 1602.05629) under availability: average over active clients, over all clients, or
+with known p_i^t (the baselines of arXiv 2306.03401 and 2409.17446).
 
-  active: U = (1/|A_t|) Σ_{A_t} Δ_i      all: U = (1/N) Σ_{A_t} Δ_i      known: U = (1/N) Σ_{A_t} Δ_i / p_i^t
-  x <- x + η_g U;  no participants -> no update."""
+  active: U = (1/|A_t|) Σ_{A_t} Δ_i      all: U = (1/N) Σ_{A_t} Δ_i      known: U = (1/N) Σ_{A_t} Δ_i / max(p_i^t, p_floor)
+  x <- x + η_g U;  no participants -> no update.
+
+`p_floor` bounds the weight 1/p for rare clients: 0.02 as in IBM/fedau; null applies no floor, as the FedAWE
+authors' code (mingxiang12/FedAWE) that produced the FedSWE paper's numbers does."""
 
 from dataclasses import dataclass
 
@@ -16,11 +20,13 @@ WEIGHTINGS = ("active", "all", "known")
 @dataclass
 class FedAvg(Algorithm):
     weighting: str = "active"
-    min_prob: float = 0.02  # floor on p_i^t for "known": 1/p blows up for rare clients (IBM/fedau uses 0.02)
+    p_floor: float | None = 0.02  # floor on p_i^t for "known" (1/p blows up for rare clients); None: no floor
 
     def __post_init__(self):
         if self.weighting not in WEIGHTINGS:
             raise ValueError(f"fedavg weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
+        if self.p_floor is not None and not 0 < self.p_floor <= 1:
+            raise ValueError(f"fedavg p_floor must be in (0, 1] or null, got {self.p_floor!r}")
 
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         if len(clients) == 0:
@@ -34,6 +40,7 @@ class FedAvg(Algorithm):
         else:
             if ctx.prob is None:
                 raise ValueError("fedavg with weighting 'known' needs a trace that records p_i^t")
-            weights = 1.0 / ctx.prob[clients].clamp_min(self.min_prob).to(delta.dtype)
+            prob = ctx.prob[clients].to(delta.dtype)
+            weights = 1.0 / (prob if self.p_floor is None else prob.clamp_min(self.p_floor))
             update = (weights[:, None] * delta).sum(0) / num_clients
         return {**state, "x": state["x"] + self.global_lr * update}

@@ -1,10 +1,11 @@
-"""FedProx (Li et al., MLSys 2020; ALGORITHMS.md §3).
+"""FedProx (Li et al., MLSys 2020; arXiv 1812.06127).
 
   client i ∈ S_t: s SGD steps on F_i(w) + (μ/2)‖w − x^t‖², i.e. g <- g + μ(w − x^t), from w = x^t
   server:         x <- x + η_g (1/|S_t|) Σ_{S_t} Δ_i   (FedAvg-active);  no participants -> no update.
 
 The anchor x^t is a detached copy of the round's start points, never a view of live weights: the authors' FAST code
-anchors to the live parameters, so its proximal term is identically zero (ALGORITHMS.md §3 pitfall)."""
+anchors to the live parameters, so its proximal term is identically zero (RogerRogerUSC/FAST
+`shared/agent_utils.py`, `train_k_step_fedprox`)."""
 
 from dataclasses import dataclass
 

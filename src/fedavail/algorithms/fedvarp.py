@@ -1,11 +1,12 @@
-"""FedVARP (Jhunjhunwala et al., UAI 2022; ALGORITHMS.md §8): SAGA-style variance reduction over clients.
+"""FedVARP (Jhunjhunwala et al., UAI 2022; arXiv 2207.14130): SAGA-style variance reduction over clients.
 
   i ∈ A_t: Δ_i from x^t (as FedAvg)
   server:  U = ȳ + (1/|A_t|) Σ_{A_t} (Δ_i − y_i);   x ← x + η_g·U
   memory:  ȳ ← ȳ + (1/N) Σ_{A_t} (Δ_i − y_i),  then y_i ← Δ_i for i ∈ A_t   (ȳ = (1/N) Σ_i y_i, kept incrementally)
 
-y_i = 0 at the start (S1/S2; the paper's initialisation is not fixed), so the first rounds are FedAvg-active.
-A_t = ∅: U = 0 and no memory change, as S1 (IBM/fedau `main.py`); the formula alone would give U = ȳ.
+y_i = 0 at the start (IBM/fedau and mingxiang12/FedAWE; the paper's initialisation is not fixed), so the first
+rounds are FedAvg-active.
+A_t = ∅: U = 0 and no memory change, as IBM/fedau `main.py`; the formula alone would give U = ȳ.
 
 State: x [d], y [m, d], y_bar [d]. y is updated in place.
 

@@ -1,4 +1,4 @@
-"""Generalized FedAvg with amplification, gFedAvg (Wang & Ji, NeurIPS 2022; ALGORITHMS.md §10).
+"""Generalized FedAvg with amplification, gFedAvg (Wang & Ji, NeurIPS 2022; arXiv 2205.13648).
 
   every round t:  x ← x + η_g·(1/|A_t|) Σ_{A_t} Δ_i             (FedAvg-active; no update when A_t = ∅)
   at the end of rounds t with (t + 1) % P == 0, i.e. t = P−1, 2P−1, ... (after that round's FedAvg step, whether or

@@ -1,12 +1,13 @@
-"""MIFA (Gu et al., NeurIPS 2021; ALGORITHMS.md §7): the server remembers every client's latest update.
+"""MIFA (Gu et al., NeurIPS 2021, arXiv 2106.04159): the server remembers every client's latest update.
 
-  i ∈ A_t:  local training from x^t with this round's LR η_t;  G_i ← (x^t − x_i^{t,s}) / η_t
-  absent:   G_i keeps its stale value
-  server:   x^{t+1} = x^t − η_g·η_t·(1/N) Σ_{i=1}^N G_i        (running sum Σ G_i, O(|A_t|·d) work per round)
-
-G_i is normalised by the LR of the round it was computed in, so a stale entry is rescaled to the current η_t (paper
-and official code, hmgxr128/MIFA_code `fdu.py`). The S1/S2 re-implementations store the raw Δ_i instead; the two agree
-under a constant LR.
+  normalize "lr" (paper and official code, hmgxr128/MIFA_code `fdu.py`):
+    i ∈ A_t:  local training from x^t with this round's LR η_t;  G_i ← (x^t − x_i^{t,s}) / η_t
+    server:   x^{t+1} = x^t − η_g·η_t·(1/N) Σ_{i=1}^N G_i      (a stale entry is rescaled to the current η_t)
+  normalize "raw" (the re-implementations in IBM/fedau and mingxiang12/FedAWE, the FedSWE paper's baseline):
+    i ∈ A_t:  G_i ← x^t − x_i^{t,s}
+    server:   x^{t+1} = x^t − η_g·(1/N) Σ_{i=1}^N G_i          (a stale entry keeps the LR it was made with)
+  absent:     G_i keeps its stale value;  running sum Σ G_i, O(|A_t|·d) work per round.
+The two agree under a constant LR and differ under a decaying one.
 
 The update runs every round, also when A_t = ∅ (the memory still moves x), as in the paper and IBM/fedau `main.py`.
 
@@ -29,15 +30,19 @@ from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
 
 INITS = ("zero", "wait")
+NORMALIZATIONS = ("lr", "raw")
 
 
 @dataclass
 class MIFA(Algorithm):
     init: str = "zero"
+    normalize: str = "lr"
 
     def __post_init__(self):
         if self.init not in INITS:
             raise ValueError(f"mifa init must be one of {INITS}, got {self.init!r}")
+        if self.normalize not in NORMALIZATIONS:
+            raise ValueError(f"mifa normalize must be one of {NORMALIZATIONS}, got {self.normalize!r}")
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)
@@ -47,7 +52,8 @@ class MIFA(Algorithm):
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         memory, memory_sum, seen = state["G"], state["G_sum"], state["seen"]
         if len(clients):
-            fresh = (result.start - result.end) / ctx.lr
+            scale = ctx.lr if self.normalize == "lr" else 1.0
+            fresh = (result.start - result.end) / scale
             memory_sum = memory_sum + (fresh - memory[clients]).sum(0)
             memory.index_copy_(0, clients, fresh)
             seen.index_fill_(0, clients, True)
@@ -55,4 +61,5 @@ class MIFA(Algorithm):
         if self.init == "wait" and not bool(seen.all()):
             return state
         num_clients = len(memory)
-        return {**state, "x": state["x"] - self.global_lr * ctx.lr * memory_sum / num_clients}
+        scale = ctx.lr if self.normalize == "lr" else 1.0
+        return {**state, "x": state["x"] - self.global_lr * scale * memory_sum / num_clients}

@@ -1,12 +1,12 @@
-"""SCAFFOLD with option II control variates (Karimireddy et al., ICML 2020, Alg. 1; ALGORITHMS.md §4).
+"""SCAFFOLD with option II control variates (Karimireddy et al., ICML 2020, arXiv 1910.06378, Alg. 1).
 
   state: x, c [d]; c_i [m, d], one row per client; all zero at the start
   client i ∈ S_t: y <- x; s times y <- y − η_l (g_i(y) − c_i + c)
-                  c_i⁺ = c_i − c + (x − y)/(s·η_l)          (s = this round's steps, η_l = this round's LR)
+                  c_i⁺ = c_i − c + (x − y)/(s_i·η_l)        (s_i = the steps client i took, η_l = this round's LR)
                   Δy_i = y − x,  Δc_i = c_i⁺ − c_i,  c_i <- c_i⁺
   server:         x <- x + η_g (1/|S_t|) Σ_{S_t} Δy_i
                   c <- c + (1/N) Σ_{S_t} Δc_i               (keeps c = mean_i c_i; PFLlib's |S|/N per Δc_i is |S|x
-                                                             too large, ALGORITHMS.md §4 pitfall a)
+                                                             too large, TsingZ0/PFLlib `serverscaffold.py`)
 Clients outside S_t keep stale c_i. No participants -> no update.
 
 The c_i table is updated in place (rows of the participants only): a copy per round would double the largest
@@ -36,7 +36,8 @@ class Scaffold(Algorithm):
         c, table = state["c"], state["c_i"]
         x, y = result.start, result.end
         c_old = table[clients]
-        c_new = c_old - c + (x - y) / (ctx.local_steps * ctx.lr)
+        steps = result.steps.to(x.device, x.dtype)[:, None]  # per client: epoch-based local work varies
+        c_new = c_old - c + (x - y) / (steps * ctx.lr)
         table.index_copy_(0, clients, c_new)
         return {
             **state,

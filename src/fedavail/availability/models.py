@@ -6,7 +6,7 @@ Shapes: T rounds, m clients, n cohort size. Probabilities are float64 [T, m]; av
 
 import numpy as np
 
-# FAST's skewed index distributions (authors' code, shared/client_sampling.py): a client index is ⌊m·Z⌋.
+# FAST's skewed index distributions (RogerRogerUSC/FAST `shared/client_sampling.py`): a client index is ⌊m·Z⌋.
 SKEWED_DISTRIBUTIONS = {
     "beta": lambda rng, size: rng.beta(1.0, 10.0, size),
     "gamma": lambda rng, size: rng.gamma(shape=10.0, scale=0.01, size=size),
@@ -18,7 +18,7 @@ _DRAWS_PER_SLOT = 8
 _MAX_DRAWS_AT_ONCE = 4_000_000
 
 
-# ---------------------------------------------------------------- FedSWE (papers/fedswe.txt §7, Appendix H.2)
+# ---------------------------------------------------------------- FedSWE (arXiv 2609.04763 §7, Appendix H.2)
 
 
 def default_phi_max(num_classes: int) -> np.ndarray:
@@ -86,7 +86,7 @@ def markov_availability(
     return available
 
 
-# ---------------------------------------------------------------- cohorts (FAST, papers/fast.txt §3.2)
+# ---------------------------------------------------------------- cohorts (FAST, OpenReview H3AUl3pnlu §3.2)
 
 
 def uniform_cohorts(rounds: int, num_clients: int, size: int, rng: np.random.Generator) -> np.ndarray:

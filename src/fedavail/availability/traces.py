@@ -5,15 +5,15 @@ A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the mode
 and the parameters that made it. All algorithms of a seed read the same trace.
 
 Models (spec["model"]) and their keys (defaults in _MODEL_KEYS):
-- "fedswe" (papers/fedswe.txt §7, App. H.2): p_i = <ν_i, φ>, φ_c ~ U(0, Φ_c); p_i^t = clip(p_i f(t), 0, 1);
+- "fedswe" (FedSWE, arXiv 2609.04763, §7, App. H.2): p_i = <ν_i, φ>, φ_c ~ U(0, Φ_c); p_i^t = clip(p_i f(t), 0, 1);
   a_i^t ~ Bernoulli(p_i^t). dynamics: "stationary" f = 1; "staircase" f = 1 then `low` (0.4) over each half of
   `period` P; "sine" f = γ sin(2πt/P) + 1 − γ; "two_group" (§7.1 eqs. 31-32): clients [0, m/2) only in the first
   half of each `window` Pδ, the others only in the second half, inside it f = 1 ("inner": "static") or the staircase
   ("inner": "staircase", with `period` and `low`). ν_i is the partition's drawn class mix ("class_mix": "nu", the
   paper) or its realised label shares ("empirical", what the FedAWE code uses); either needs `partition`.
-- "fast" (papers/fast.txt §3.2, authors' code): a cohort of n = round(fraction·m) distinct clients per round,
-  uniform or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2. prob = n/m for uniform, None for the
-  skewed ones.
+- "fast" (FAST, OpenReview H3AUl3pnlu §3.2, authors' code): a cohort of n = round(fraction·m) distinct clients
+  per round, uniform or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2. prob = n/m for uniform, None
+  for the skewed ones.
 - "bernoulli": p_i^t = clip(p f(t), 0, 1) with p a number or one per client, and f the fedswe model's stationary
   (f = 1, the default), staircase or sine modulation (`dynamics`, `period`, `gamma`, `low`): FedSWE Fig. 3's
   p_i^t = p·[γ sin(0.1πt) + 1 − γ] for every client is dynamics "sine", period 20.

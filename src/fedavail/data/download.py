@@ -114,6 +114,10 @@ DATASETS: dict[str, DatasetSource] = {
 }
 
 
+# LEAF's Shakespeare JSON output (fedavail.data.leaf): no published copy to fetch, files placed by hand.
+PLACED_BY_HAND = "shakespeare_leaf_json"
+
+
 def source(name: str) -> DatasetSource:
     if name not in DATASETS:
         raise DatasetError(f"unknown dataset {name!r}; downloadable datasets: {sorted(DATASETS)}")
@@ -197,9 +201,14 @@ def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[
     """Make the raw files of dataset `name` present and verified in raw_dir; return their paths.
 
     Files already present are verified and never re-downloaded. `checksums` ({filename: md5}) overrides the expected
-    md5 of the named files (tests use it with miniature files).
+    md5 of the named files (tests use it with miniature files). LEAF's JSON files are only looked for.
     """
     raw_dir = Path(raw_dir)
+    if name == PLACED_BY_HAND:
+        # LEAF's own scripts write these files: there is nothing to download, only to find them where they were put.
+        from fedavail.data.leaf import locate
+
+        return locate(raw_dir)
     files = source(name).files
     expected = {f.filename: (checksums or {}).get(f.filename, f.md5) for f in files}
     unknown = set(checksums or {}) - set(expected)

@@ -15,7 +15,7 @@ import scipy.io
 import torch
 from PIL import Image
 
-from fedavail.data import bundled, download
+from fedavail.data import bundled, download, leaf
 from fedavail.data import shakespeare as shk
 from fedavail.data.download import DatasetError
 from fedavail.data.prepared import channel_stats
@@ -206,6 +206,7 @@ _RAW_PREPARERS = {
     "svhn": lambda raw_dir, options: _svhn(raw_dir),
     "cinic10": lambda raw_dir, options: _cinic10(raw_dir),
     "shakespeare_leaf": _shakespeare_leaf,
+    leaf.NAME: leaf.prepare,
 }
 _BUNDLED_PREPARERS = {
     "mnist5k": lambda options: bundled.mnist5k(),
@@ -220,8 +221,9 @@ def prepare(name: str, raw_dir: Path | None, options: dict) -> dict:
     """The prepared dict of dataset `name` (save it with fedavail.data.prepared.save_prepared).
 
     Raw datasets read their files from raw_dir, which the download step filled and verified; bundled datasets ignore
-    raw_dir. options (Shakespeare datasets only): seq_length, min_samples, num_clients, train_fraction; see
-    fedavail.data.shakespeare.build_text_dataset.
+    raw_dir. options (the Gutenberg-built Shakespeare datasets only): seq_length, min_samples, num_clients,
+    train_fraction; see fedavail.data.shakespeare.build_text_dataset. LEAF's own JSON files (fedavail.data.leaf) take
+    none.
     """
     options = dict(options or {})
     if name in _BUNDLED_PREPARERS:

@@ -56,23 +56,48 @@ class ClientData:
             return text_windows(self.text, raw, self.seq_length)
         return (raw.to(self.dtype).div_(255.0) - self.mean) / self.std
 
-    def client_stream(self, seed: int, round_index: int, client: int, steps: int, batch_size: int):
-        """The client's `steps` minibatches of exactly `batch_size` samples for this round.
+    def client_positions(self, client: int) -> torch.Tensor:
+        """The client's samples as positions in the train set, in partition order."""
+        start, stop = int(self.offsets[client]), int(self.offsets[client + 1])
+        if stop == start:
+            raise ValueError(f"client {client} holds no training samples")
+        return self.indices[start:stop]
+
+    def step_batches(self, seed: int, round_index: int, client: int, steps: int, batch_size: int):
+        """`steps` minibatches of exactly `batch_size` sample positions for this round, and the generator that
+        augments them (local work `steps: K`).
 
         Samples are drawn as consecutive reshuffles of the client's data (epochs without replacement), so a client
         holding fewer samples than a batch still yields full batches."""
         generator = torch_generator(seed, "minibatch", round_index, client, device=self.device)
-        start, stop = int(self.offsets[client]), int(self.offsets[client + 1])
-        size = stop - start
-        if size == 0:
-            raise ValueError(f"client {client} holds no training samples")
+        own = self.client_positions(client)
         needed = steps * batch_size
-        reshuffles = -(-needed // size)
-        order = torch.cat([torch.randperm(size, generator=generator, device=self.device) for _ in range(reshuffles)])
-        positions = self.indices[start + order[:needed]].view(steps, batch_size)
-        for step in range(steps):
-            batch = positions[step]
-            x = self.inputs(self.x[batch])
-            if self.kind == "image" and self.augmentation.active:
-                x = random_crop_flip(x, generator, self.augmentation.crop_padding, self.augmentation.horizontal_flip)
-            yield x, self.y[batch]
+        reshuffles = -(-needed // len(own))
+        order = torch.cat([torch.randperm(len(own), generator=generator, device=self.device)
+                           for _ in range(reshuffles)])
+        return list(own[order[:needed]].view(steps, batch_size)), generator
+
+    def epoch_order(self, seed: int, client: int, epoch: int, shuffle: bool) -> torch.Tensor:
+        """The client's sample positions in the order of its epoch number `epoch` (local work `epochs: E`): keyed by
+        the client and the epoch, not the round, so an epoch that spans participations continues in one order."""
+        own = self.client_positions(client)
+        if not shuffle:
+            return own
+        generator = torch_generator(seed, "epoch", client, epoch, device=self.device)
+        return own[torch.randperm(len(own), generator=generator, device=self.device)]
+
+    def augmentation_generator(self, seed: int, round_index: int, client: int) -> torch.Generator:
+        return torch_generator(seed, "augmentation", round_index, client, device=self.device)
+
+    def batch(self, positions: torch.Tensor, generator: torch.Generator):
+        """Model inputs and labels of the samples at `positions`, augmented with `generator` when configured."""
+        x = self.inputs(self.x[positions])
+        if self.kind == "image" and self.augmentation.active:
+            x = random_crop_flip(x, generator, self.augmentation.crop_padding, self.augmentation.horizontal_flip)
+        return x, self.y[positions]
+
+    def client_stream(self, seed: int, round_index: int, client: int, steps: int, batch_size: int):
+        """The client's `steps` minibatches (inputs, labels) of exactly `batch_size` samples for this round."""
+        batches, generator = self.step_batches(seed, round_index, client, steps, batch_size)
+        for positions in batches:
+            yield self.batch(positions, generator)

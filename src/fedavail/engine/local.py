@@ -1,8 +1,15 @@
-"""Local training for a round's participants: s SGD steps each, from the start points the algorithm chose.
+"""Local training for a round's participants, from the start points the algorithm chose, with the experiment's local
+optimisation settings (fedavail.plan.local: optimizer, LR schedule, steps or epochs, batch size, clip, optimizer
+state).
 
-Two interchangeable implementations behind `train_clients`: a per-client loop (the fast path on CPU) and a
-torch.func.vmap over stacked client parameters (the default on CUDA). Both consume the same keyed minibatch streams,
-so they return the same end points up to floating-point reassociation."""
+`LocalTrainer` owns the model, the client data, the settings and the back end. Two interchangeable back ends: a
+per-client loop (the fast path on CPU) and a torch.func.vmap over stacked client parameters (the default on CUDA).
+Both consume the same keyed minibatches and the same optimizer formula (engine.optim), so they return the same end
+points up to floating-point reassociation.
+
+Per-client state that outlives a round (optimizer moments with `optimizer_state: persistent`; the epoch cursor and
+the running training accuracy of epoch-based local work) is kept as [m, ...] tables in `LocalTrainer.init_state`'s
+dict, which the trainer checkpoints with the algorithm's state."""
 
 import contextlib
 from dataclasses import dataclass
@@ -12,8 +19,11 @@ import torch.nn.functional as F
 from torch.func import grad, vmap
 
 from fedavail.engine.client_data import ClientData
+from fedavail.engine.optim import LocalOptimizer
 from fedavail.engine.params import FlatModel
+from fedavail.plan.local import LocalOptions
 from fedavail.rng import seed_sequence
+
 
 
 @dataclass
@@ -42,22 +52,27 @@ class LocalCorrection:
 
 
 @dataclass
-class LocalSpec:
-    steps: int
-    batch_size: int
-    lr: float
-    grad_clip: float | None  # max L2 norm of each stochastic gradient; None disables
-
-
-@dataclass
 class LocalResult:
     start: torch.Tensor  # [n, d]
     end: torch.Tensor  # [n, d]
-    loss: torch.Tensor  # [n] mean minibatch loss over the local steps
-    accuracy: torch.Tensor  # [n] mean minibatch accuracy over the local steps
+    loss: torch.Tensor  # [n] mean minibatch loss over the round's local steps
+    accuracy: torch.Tensor  # [n] mean minibatch accuracy over the round's local steps
+    steps: torch.Tensor | None = None  # [n] int64: local steps each client took (SCAFFOLD's s_i)
+    running_accuracy: torch.Tensor | None = None  # [n]: mean minibatch accuracy since the client's epoch began
 
 
-def _clip(gradient: torch.Tensor, max_norm: float | None) -> torch.Tensor:
+@dataclass
+class ClientPlan:
+    """One client's local work this round: sample positions per step, which steps end an epoch, and the generator
+    that augments its batches."""
+
+    batches: list[torch.Tensor]
+    epoch_ends: list[bool]
+    generator: torch.Generator
+    cursor: tuple[int, int] | None = None  # (epoch, batches taken of it) after this round, for epoch-based work
+
+
+def clip_gradient(gradient: torch.Tensor, max_norm: float | None) -> torch.Tensor:
     # Matches torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when the norm exceeds max_norm.
     if max_norm is None:
         return gradient
@@ -79,74 +94,182 @@ def _keyed_dropout(model: FlatModel, seed: int, round_index: int, client: int):
         yield
 
 
-def train_clients_loop(model: FlatModel, data: ClientData, clients: torch.Tensor, starts: torch.Tensor,
-                       spec: LocalSpec, correction: LocalCorrection | None, seed: int, round_index: int) -> LocalResult:
-    ends = torch.empty_like(starts)
-    losses = torch.zeros(len(clients), dtype=torch.float64)
-    correct = torch.zeros(len(clients), dtype=torch.float64)
-    model.module.train()
-    weights, gradient_buffer = model.flat, model.flat_grad
-    for j, client in enumerate(clients.tolist()):
-        weights.copy_(starts[j])
-        row_correction = None if correction is None else correction.row(j)
-        with _keyed_dropout(model, seed, round_index, client):
-            for x, y in data.client_stream(seed, round_index, client, spec.steps, spec.batch_size):
-                gradient_buffer.zero_()
-                logits = model.module(x)
-                loss = F.cross_entropy(logits, y)
-                loss.backward()
-                gradient = _clip(gradient_buffer, spec.grad_clip)
-                if row_correction is not None:
-                    gradient = row_correction.apply(gradient, weights)
-                weights.sub_(spec.lr * gradient)
-                losses[j] += loss.item()
-                correct[j] += (logits.argmax(1) == y).double().mean().item()
-        ends[j] = weights
-    steps = max(spec.steps, 1)
-    return LocalResult(starts, ends, losses / steps, correct / steps)
-
-
-def train_clients_vmap(model: FlatModel, data: ClientData, clients: torch.Tensor, starts: torch.Tensor,
-                       spec: LocalSpec, correction: LocalCorrection | None, seed: int, round_index: int) -> LocalResult:
-    def loss_and_logits(weights, x, y):
-        logits = model(weights, x)
-        return F.cross_entropy(logits, y), logits
-
-    # Dropout masks under vmap come from the default generator, not keyed per client: loop == vmap holds exactly
-    # only for models without dropout (all but the CINIC-10 CNN).
-    batched_grad = vmap(grad(loss_and_logits, has_aux=True), randomness="different")
-    client_list = clients.tolist()
-    streams = [data.client_stream(seed, round_index, c, spec.steps, spec.batch_size) for c in client_list]
-    weights = starts.detach().clone()
-    losses = torch.zeros(len(client_list), dtype=torch.float64, device=starts.device)
-    correct = torch.zeros(len(client_list), dtype=torch.float64, device=starts.device)
-    model.module.train()
-    for _ in range(spec.steps):
-        batches = [next(stream) for stream in streams]
-        x = torch.stack([b[0] for b in batches])
-        y = torch.stack([b[1] for b in batches])
-        gradient, logits = batched_grad(weights, x, y)
-        gradient = _clip(gradient, spec.grad_clip)
-        if correction is not None:
-            gradient = correction.apply(gradient, weights)
-        weights = weights - spec.lr * gradient
-        with torch.no_grad():
-            losses += vmap(F.cross_entropy)(logits, y).double()
-            correct += (logits.argmax(-1) == y).double().mean(-1)
-    steps = max(spec.steps, 1)
-    return LocalResult(starts, weights, (losses / steps).cpu(), (correct / steps).cpu())
-
-
 def vmap_supported(model: FlatModel) -> bool:
     """vmap cannot batch the fused LSTM kernel; such models use the loop."""
     return not any(isinstance(m, torch.nn.RNNBase) for m in model.module.modules())
 
 
-def train_clients(model: FlatModel, data: ClientData, clients: torch.Tensor, starts: torch.Tensor, spec: LocalSpec,
-                  correction: LocalCorrection | None, seed: int, round_index: int, batched: bool) -> LocalResult:
-    """Run local SGD for `clients` from `starts` [n, d]; `batched` picks the vmap implementation."""
-    if len(clients) == 0:
-        empty = starts.new_zeros(0)
-        return LocalResult(starts, starts.clone(), empty.double().cpu(), empty.double().cpu())
-    implementation = train_clients_vmap if batched else train_clients_loop
-    return implementation(model, data, clients, starts, spec, correction, seed, round_index)
+class LocalTrainer:
+    def __init__(self, model: FlatModel, data: ClientData, options: LocalOptions, seed: int, batched: bool = False):
+        if batched and not vmap_supported(model):
+            raise ValueError("this model cannot be batched with vmap (LSTM); use the per-client loop")
+        self.model, self.data, self.options, self.seed, self.batched = model, data, options, seed, batched
+        self.optimizer = LocalOptimizer(options)
+
+    def init_state(self, num_clients: int, dtype: torch.dtype, device: torch.device) -> dict[str, torch.Tensor]:
+        """Per-client tables that persist across rounds (empty for plain steps with reset optimizer state)."""
+        state = {}
+        if self.options.optimizer_state == "persistent":
+            state.update(self.optimizer.init_rows(num_clients, self.model.dim, dtype, device))
+        if self.options.epochs is not None:
+            state["epoch"] = torch.zeros(num_clients, dtype=torch.int64, device=device)
+            state["epoch_batch"] = torch.zeros(num_clients, dtype=torch.int64, device=device)
+            state["epoch_acc_sum"] = torch.zeros(num_clients, dtype=torch.float64, device=device)
+            state["epoch_acc_batches"] = torch.zeros(num_clients, dtype=torch.int64, device=device)
+        return state
+
+    def train(self, clients: torch.Tensor, starts: torch.Tensor, correction: LocalCorrection | None,
+              round_index: int, lr: float, state: dict[str, torch.Tensor]) -> LocalResult:
+        """Local work of `clients` [n] from `starts` [n, d] at this round's LR; their rows of `state` are updated in
+        place."""
+        clients = clients.cpu()
+        if len(clients) == 0:
+            empty = starts.new_zeros(0).double().cpu()
+            return LocalResult(starts, starts.clone(), empty, empty, torch.zeros(0, dtype=torch.int64), empty)
+        client_list = clients.tolist()
+        plans = [self.plan(client, round_index, state) for client in client_list]
+        rows = clients.to(starts.device)
+        if self.options.optimizer_state == "persistent":
+            optimizer_rows = {k: state[k][rows] for k in self.optimizer.keys}
+        else:
+            optimizer_rows = self.optimizer.init_rows(len(client_list), self.model.dim, starts.dtype, starts.device)
+        back_end = self._train_vmap if self.batched else self._train_loop
+        ends, step_losses, step_accuracies = back_end(client_list, plans, starts, correction, round_index, lr,
+                                                      optimizer_rows)
+        # Per-client tables change only after the whole round's local work (a stop request mid-round leaves them as
+        # they were at the round's start, which is what a checkpoint then records).
+        if self.options.optimizer_state == "persistent":
+            for key in self.optimizer.keys:
+                state[key].index_copy_(0, rows, optimizer_rows[key])
+        steps = torch.tensor([len(p.batches) for p in plans], dtype=torch.int64)
+        loss = torch.tensor([sum(v) / len(v) for v in step_losses], dtype=torch.float64)
+        accuracy = torch.tensor([sum(v) / len(v) for v in step_accuracies], dtype=torch.float64)
+        running = accuracy
+        if "epoch" in state:
+            running = self._running_accuracy(rows, plans, step_accuracies, state)
+            cursors = torch.tensor([p.cursor for p in plans], dtype=torch.int64, device=rows.device)
+            state["epoch"].index_copy_(0, rows, cursors[:, 0])
+            state["epoch_batch"].index_copy_(0, rows, cursors[:, 1])
+        return LocalResult(starts, ends, loss, accuracy, steps, running)
+
+    def plan(self, client: int, round_index: int, state: dict[str, torch.Tensor]) -> ClientPlan:
+        o, data = self.options, self.data
+        if o.steps is not None:
+            batches, generator = data.step_batches(self.seed, round_index, client, o.steps, o.batch_size)
+            return ClientPlan(batches, [False] * o.steps, generator)
+        epoch, position = int(state["epoch"][client]), int(state["epoch_batch"][client])
+        batches, epoch_ends, epochs_done = [], [], 0
+        while epochs_done < o.epochs and (o.max_steps is None or len(batches) < o.max_steps):
+            order = data.epoch_order(self.seed, client, epoch, o.shuffle)
+            count = -(-len(order) // o.batch_size)
+            take = count - position if o.max_steps is None else min(count - position, o.max_steps - len(batches))
+            for b in range(position, position + take):
+                batches.append(order[b * o.batch_size:(b + 1) * o.batch_size])
+                epoch_ends.append(b == count - 1)
+            position += take
+            if position < count:
+                break
+            epoch, position, epochs_done = epoch + 1, 0, epochs_done + 1
+        return ClientPlan(batches, epoch_ends, data.augmentation_generator(self.seed, round_index, client),
+                          (epoch, position))
+
+    @staticmethod
+    def _running_accuracy(rows, plans, step_accuracies, state) -> torch.Tensor:
+        """Each client's mean minibatch accuracy since its current epoch began, read at its last step of the round; a
+        step that ends an epoch reports that epoch's mean and then resets (the FAST code's per-client metric)."""
+        sums, counts = state["epoch_acc_sum"], state["epoch_acc_batches"]
+        running = torch.empty(len(plans), dtype=torch.float64)
+        for j, (plan, accuracies) in enumerate(zip(plans, step_accuracies)):
+            row = int(rows[j])
+            total, count = float(sums[row]), int(counts[row])
+            for accuracy, ends in zip(accuracies, plan.epoch_ends):
+                total, count = total + accuracy, count + 1
+                running[j] = total / count
+                if ends:
+                    total, count = 0.0, 0
+            sums[row], counts[row] = total, count
+        return running
+
+    def _train_loop(self, clients, plans, starts, correction, round_index, lr, optimizer_rows):
+        model, data, options = self.model, self.data, self.options
+        ends = torch.empty_like(starts)
+        step_losses, step_accuracies = [], []
+        model.module.train()
+        weights, gradient_buffer = model.flat, model.flat_grad
+        for j, (client, plan) in enumerate(zip(clients, plans)):
+            weights.copy_(starts[j])
+            row_correction = None if correction is None else correction.row(j)
+            row_state = {k: v[j] for k, v in optimizer_rows.items()}
+            losses, accuracies = [], []
+            with _keyed_dropout(model, self.seed, round_index, client):
+                for positions in plan.batches:
+                    x, y = data.batch(positions, plan.generator)
+                    gradient_buffer.zero_()
+                    logits = model.module(x)
+                    loss = F.cross_entropy(logits, y)
+                    loss.backward()
+                    gradient = clip_gradient(gradient_buffer, options.grad_clip)
+                    if row_correction is not None:
+                        gradient = row_correction.apply(gradient, weights)
+                    new_weights, row_state = self.optimizer.step(weights, gradient, row_state, lr)
+                    weights.copy_(new_weights)
+                    losses.append(loss.item())
+                    accuracies.append((logits.argmax(1) == y).double().mean().item())
+            for key, value in row_state.items():
+                optimizer_rows[key][j] = value
+            ends[j] = weights
+            step_losses.append(losses)
+            step_accuracies.append(accuracies)
+        return ends, step_losses, step_accuracies
+
+    def _train_vmap(self, clients, plans, starts, correction, round_index, lr, optimizer_rows):
+        model, data, options = self.model, self.data, self.options
+
+        def loss_and_logits(weights, x, y, sample_weights):
+            logits = model(weights, x)
+            losses = F.cross_entropy(logits, y, reduction="none")
+            return (losses * sample_weights).sum() / sample_weights.sum().clamp_min(1), logits
+
+        # Dropout masks under vmap come from the default generator, not keyed per client: loop == vmap holds exactly
+        # only for models without dropout.
+        batched_grad = vmap(grad(loss_and_logits, has_aux=True), randomness="different")
+        device = starts.device
+        width = max(len(b) for p in plans for b in p.batches)
+        steps = max(len(p.batches) for p in plans)
+        weights = starts.detach().clone()
+        step_losses = [[] for _ in plans]
+        step_accuracies = [[] for _ in plans]
+        model.module.train()
+        for step in range(steps):
+            xs, ys, masks, active = [], [], [], []
+            for plan in plans:
+                is_active = step < len(plan.batches)
+                if is_active:
+                    x, y = data.batch(plan.batches[step], plan.generator)
+                else:  # a placeholder sample with weight 0; the client's rows are kept as they are
+                    positions = plan.batches[-1][:1]
+                    x, y = data.inputs(data.x[positions]), data.y[positions]
+                pad = width - len(y)
+                masks.append(torch.cat([torch.full((len(y),), float(is_active), dtype=x.dtype, device=device),
+                                        torch.zeros(pad, dtype=x.dtype, device=device)]))
+                xs.append(torch.cat([x, x[:1].expand(pad, *x.shape[1:])]) if pad else x)
+                ys.append(torch.cat([y, y[:1].expand(pad)]) if pad else y)
+                active.append(is_active)
+            x, y, mask = torch.stack(xs), torch.stack(ys), torch.stack(masks)
+            active_rows = torch.tensor(active, device=device)
+            gradient, logits = batched_grad(weights, x, y, mask)
+            gradient = clip_gradient(gradient, options.grad_clip)
+            if correction is not None:
+                gradient = correction.apply(gradient, weights)
+            weights, new_rows = self.optimizer.step(weights, gradient, optimizer_rows, lr, active_rows)
+            optimizer_rows.update(new_rows)
+            with torch.no_grad():
+                losses = (vmap(lambda lg, t: F.cross_entropy(lg, t, reduction="none"))(logits, y) * mask).sum(-1)
+                correct = ((logits.argmax(-1) == y).to(mask.dtype) * mask).sum(-1)
+                sizes = mask.sum(-1).clamp_min(1)
+                losses, correct = (losses / sizes).double().tolist(), (correct / sizes).double().tolist()
+            for j, is_active in enumerate(active):
+                if is_active:
+                    step_losses[j].append(losses[j])
+                    step_accuracies[j].append(correct[j])
+        return weights, step_losses, step_accuracies

@@ -1,4 +1,15 @@
-"""Model registry: a config names a model; the dataset supplies its input shape and class count."""
+"""Model registry: a config names a model; the dataset supplies its input shape and class count; the architecture
+says how its paper initialises it.
+
+Initialisations (each drawn from the generator keyed by the run's seed, never the global RNG):
+  - "kaiming_normal": conv and linear weights Kaiming (He) normal, biases zero, as FedSWE App. H states;
+  - "pytorch_default": PyTorch's own reset_parameters rules, what the FAST authors' code
+    (github.com/RogerRogerUSC/FAST) gets by not initialising: conv/linear weights Kaiming uniform with a = √5, biases
+    U(±1/√fan_in), embeddings N(0, 1), LSTM weights U(±1/√hidden)."""
+
+import math
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import nn
@@ -6,45 +17,78 @@ from torch import nn
 from fedavail.models import cnn
 from fedavail.models.lstm import CharLSTM
 
-IMAGE_MODELS = {
-    "fedswe_svhn_cnn": cnn.fedswe_svhn_cnn,
-    "fedswe_cifar10_cnn": cnn.fedswe_cifar10_cnn,
-    "fedswe_cinic10_cnn": cnn.fedswe_cinic10_cnn,
-    "fast_fmnist_cnn": cnn.fast_fmnist_cnn,
-    "fast_cifar10_cnn": cnn.fast_cifar10_cnn,
-    "small_cnn": cnn.small_cnn,
+INITIALISATIONS = ("kaiming_normal", "pytorch_default")
+
+
+@dataclass(frozen=True)
+class Architecture:
+    build: Callable[..., nn.Module]
+    kind: str  # the dataset kind it reads: "image" or "text"
+    init: str  # one of INITIALISATIONS
+
+
+ARCHITECTURES = {
+    "fedswe_svhn_cnn": Architecture(cnn.fedswe_svhn_cnn, "image", "kaiming_normal"),
+    "fedswe_cifar10_cnn": Architecture(cnn.fedswe_cifar10_cnn, "image", "kaiming_normal"),
+    "fedswe_cinic10_cnn": Architecture(cnn.fedswe_cinic10_cnn, "image", "kaiming_normal"),
+    "fast_cnn_fmnist": Architecture(cnn.fast_cnn_fmnist, "image", "pytorch_default"),
+    "fast_cnn_cifar10": Architecture(cnn.fast_cnn_cifar10, "image", "pytorch_default"),
+    "fast_char_lstm": Architecture(CharLSTM, "text", "pytorch_default"),
+    "small_cnn": Architecture(cnn.small_cnn, "image", "kaiming_normal"),
 }
-TEXT_MODELS = {"char_lstm": CharLSTM}
-MODEL_NAMES = sorted([*IMAGE_MODELS, *TEXT_MODELS])
+MODEL_NAMES = sorted(ARCHITECTURES)
+
+
+def _kaiming_normal(module: nn.Module, generator: torch.Generator) -> None:
+    if isinstance(module, (nn.Conv2d, nn.Linear)):
+        nn.init.kaiming_normal_(module.weight, nonlinearity="relu", generator=generator)
+        nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, generator=generator)
+    elif isinstance(module, nn.LSTM):
+        _uniform_lstm(module, generator)
+
+
+def _pytorch_default(module: nn.Module, generator: torch.Generator) -> None:
+    # The same draws, in the same order, as each module's reset_parameters().
+    if isinstance(module, (nn.Conv2d, nn.Linear)):
+        nn.init.kaiming_uniform_(module.weight, a=math.sqrt(5), generator=generator)
+        bound = 1.0 / math.sqrt(module.weight[0].numel())
+        nn.init.uniform_(module.bias, -bound, bound, generator=generator)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, generator=generator)
+    elif isinstance(module, nn.LSTM):
+        _uniform_lstm(module, generator)
+
+
+def _uniform_lstm(module: nn.LSTM, generator: torch.Generator) -> None:
+    bound = 1.0 / module.hidden_size**0.5
+    for weight in module.parameters():
+        nn.init.uniform_(weight, -bound, bound, generator=generator)
+
+
+_INITIALISE = {"kaiming_normal": _kaiming_normal, "pytorch_default": _pytorch_default}
 
 
 def build_model(name: str, dataset: dict, seed: int) -> nn.Module:
-    """Build model `name` for a prepared dataset, initialised from a generator keyed by the seed.
-
-    Conv and linear weights use Kaiming (He) normal initialisation (FedSWE App. H), biases zero."""
+    """Build model `name` for a prepared dataset, initialised as its architecture says from a generator keyed by
+    the seed."""
     from fedavail.rng import torch_generator
 
-    if name in IMAGE_MODELS:
-        if dataset["kind"] != "image":
-            raise ValueError(f"model {name!r} needs an image dataset, {dataset['name']!r} is {dataset['kind']}")
-        _, channels, height, _ = dataset["train_x"].shape
-        model = IMAGE_MODELS[name](in_channels=channels, num_classes=dataset["num_classes"], image_size=height)
-    elif name in TEXT_MODELS:
-        if dataset["kind"] != "text":
-            raise ValueError(f"model {name!r} needs a text dataset, {dataset['name']!r} is {dataset['kind']}")
-        model = TEXT_MODELS[name](vocab_size=dataset["num_classes"])
-    else:
+    if name not in ARCHITECTURES:
         raise ValueError(f"unknown model {name!r}; known: {MODEL_NAMES}")
+    architecture = ARCHITECTURES[name]
+    if dataset["kind"] != architecture.kind:
+        raise ValueError(f"model {name!r} needs a {architecture.kind} dataset, {dataset['name']!r} is "
+                         f"{dataset['kind']}")
+    if architecture.kind == "image":
+        _, channels, height, _ = dataset["train_x"].shape
+        model = architecture.build(in_channels=channels, num_classes=dataset["num_classes"], image_size=height)
+    else:
+        model = architecture.build(vocab_size=dataset["num_classes"])
     generator = torch_generator(seed, "model-init")
+    initialise = _INITIALISE[architecture.init]
     with torch.no_grad():
         for module in model.modules():
-            if isinstance(module, (nn.Conv2d, nn.Linear)):
-                nn.init.kaiming_normal_(module.weight, nonlinearity="relu", generator=generator)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, generator=generator)
-            elif isinstance(module, nn.LSTM):
-                bound = 1.0 / module.hidden_size**0.5
-                for weight in module.parameters():
-                    nn.init.uniform_(weight, -bound, bound, generator=generator)
+            initialise(module, generator)
     return model

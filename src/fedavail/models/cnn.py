@@ -1,7 +1,8 @@
 """The papers' convolutional networks, written as their layer lists.
 
 FedSWE Table 5 notation: C(in, out) = 3x3 conv, stride 1, padding 1; R = ReLU; M = 2x2 max-pool; L(n) = linear;
-D = dropout 0.2. FAST (papers/fast.txt §5) names CNNs without layer lists; the choices here are documented per model.
+D = dropout 0.2. The FAST paper (OpenReview H3AUl3pnlu §5) names its CNNs without layer lists; the fast_* models are
+the layer lists of the authors' code (RogerRogerUSC/FAST models/cnn.py).
 """
 
 from torch import nn
@@ -42,26 +43,34 @@ def fedswe_cinic10_cnn(in_channels: int = 3, num_classes: int = 10, image_size: 
     )
 
 
-def fast_fmnist_cnn(in_channels: int = 1, num_classes: int = 10, image_size: int = 28) -> nn.Sequential:
-    """FAST's Fashion-MNIST CNN. The text gives no layers; this is the FedAvg (McMahan et al.) MNIST CNN:
-    C5(1,32)-R-M-C5(32,64)-R-M-L(512)-R-L(10), 5x5 kernels with padding 2."""
-    flat = 64 * (image_size // 4) ** 2
+# The FAST authors' CNN_FMNIST ends in a 62-way linear layer, the FEMNIST head it was written for; their
+# Fashion-MNIST runs used it unchanged, so only the first 10 outputs are ever targets.
+FAST_FMNIST_OUTPUTS = 62
+
+
+def fast_cnn_fmnist(in_channels: int = 1, num_classes: int = 10, image_size: int = 28) -> nn.Sequential:
+    """The FAST authors' CNN_FMNIST (models/cnn.py of github.com/RogerRogerUSC/FAST):
+    C3(1,32)-R-C3(32,64)-R-M-D(0.25)-L(128)-R-D(0.5)-L(62), 3x3 convolutions without padding (9216 features at
+    28x28). The head has 62 outputs whatever the dataset's class count, as the authors ran it on Fashion-MNIST."""
+    if num_classes > FAST_FMNIST_OUTPUTS:
+        raise ValueError(f"fast_cnn_fmnist has {FAST_FMNIST_OUTPUTS} outputs, the dataset has {num_classes} classes")
+    side = (image_size - 4) // 2
     return nn.Sequential(
-        _conv(in_channels, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
-        _conv(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(flat, 512), nn.ReLU(), nn.Linear(512, num_classes),
+        nn.Conv2d(in_channels, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25),
+        nn.Flatten(), nn.Linear(64 * side * side, 128), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(128, FAST_FMNIST_OUTPUTS),
     )
 
 
-def fast_cifar10_cnn(in_channels: int = 3, num_classes: int = 10, image_size: int = 32) -> nn.Sequential:
-    """FAST's CIFAR-10 CNN. The text gives no layers; this is the LeNet-5-style CNN common in FL benchmarks:
-    C5(3,6)-R-M-C5(6,16)-R-M-L(120)-R-L(84)-R-L(10), 5x5 kernels without padding."""
-    side = ((image_size - 4) // 2 - 4) // 2
+def fast_cnn_cifar10(in_channels: int = 3, num_classes: int = 10, image_size: int = 32) -> nn.Sequential:
+    """The FAST authors' CNN_Cifar10_2 (models/cnn.py of github.com/RogerRogerUSC/FAST):
+    C(3,16)-R-M-C(16,32)-R-M-C(32,64)-R-M-D(0.25)-L(500)-R-D(0.25)-L(10), 3x3 convolutions with padding 1."""
+    flat = 64 * (image_size // 8) ** 2
     return nn.Sequential(
-        nn.Conv2d(in_channels, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(16 * side * side, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
-        nn.Linear(84, num_classes),
+        _conv(in_channels, 16), nn.ReLU(), nn.MaxPool2d(2),
+        _conv(16, 32), nn.ReLU(), nn.MaxPool2d(2),
+        _conv(32, 64), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Dropout(0.25), nn.Linear(flat, 500), nn.ReLU(), nn.Dropout(0.25), nn.Linear(500, num_classes),
     )
 
 

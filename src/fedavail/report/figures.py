@@ -111,6 +111,7 @@ def _sweep_value(report: Report, experiment: str, algorithm: str, parameter: str
 def k_sweep(spec: dict, runs):
     """Figs. 8/9 and 11/12: final test accuracy (last-N average) and rounds to reach a target accuracy against k."""
     from fedavail.report.runs import first_reaching, sampled_curve, window_mean
+    from fedavail.report.scored_model import is_server_row
 
     report = Report(spec)
     settings = report.settings
@@ -138,9 +139,15 @@ def k_sweep(spec: dict, runs):
                 "target": target, "diverged": bool(runs.diverged(experiment, algorithm))})
         frame = pd.DataFrame([r for r in records if r["experiment"] == experiment]).sort_values(parameter)
         top, bottom = axes[0][column], axes[1][column]
-        top.errorbar(frame[parameter], frame["test_acc_mean"], yerr=frame["test_acc_std"], marker="o", capsize=3)
-        bottom.errorbar(frame[parameter], frame["rounds_to_target_mean"], yerr=frame["rounds_to_target_std"],
-                        marker="s", capsize=3, color="C1")
+        # One line per scored model: the reported one, and the server model x^t of local-copy algorithms.
+        for server, line in frame.groupby(frame["algorithm"].map(is_server_row)):
+            style = {"ls": "--" if server else "-", "label": "server model x^t" if server else "reported model"}
+            top.errorbar(line[parameter], line["test_acc_mean"], yerr=line["test_acc_std"], marker="o", capsize=3,
+                         color="C0", **style)
+            bottom.errorbar(line[parameter], line["rounds_to_target_mean"], yerr=line["rounds_to_target_std"],
+                            marker="s", capsize=3, color="C1", **style)
+        if frame["algorithm"].map(is_server_row).any():
+            top.legend(fontsize=7)
         for _, r in frame[frame["diverged"]].iterrows():
             top.annotate("†", (r[parameter], r["test_acc_mean"]))
         for ax in (top, bottom):

@@ -33,16 +33,13 @@ def _identity(run_dir: Path, summary: dict) -> tuple[str, str, int]:
     return experiment, algorithm, int(summary.get("seed", parts[-1].removeprefix("seed")))
 
 
-def load(run_dirs, eval_model: str = "global") -> Runs:
-    """Load runs. eval_model "local_mean" reports, where a run has it, the accuracy of the mean of the clients' local
-    models (FedSWE's test_acc_local_mean, the authors' convention) as test_acc."""
+def load(run_dirs) -> Runs:
+    """Load runs; which model a report scores is fedavail.report.scored_model's view of them."""
     frames, rows = [], []
     for run_dir in run_dirs:
         summary = json.loads((Path(run_dir) / "summary.json").read_text())
         experiment, algorithm, seed = _identity(run_dir, summary)
         metrics = pd.read_parquet(Path(run_dir) / "metrics.parquet")
-        if eval_model == "local_mean" and "test_acc_local_mean" in metrics:
-            metrics["test_acc"] = metrics["test_acc_local_mean"]
         metrics.insert(0, "seed", seed)
         metrics.insert(0, "algorithm", algorithm)
         metrics.insert(0, "experiment", experiment)

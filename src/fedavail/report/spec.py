@@ -7,8 +7,9 @@ the config each report job receives, its output files and its caption.
       fig2:   {kind: toy_heterogeneity}
 
 Every kind has one output shape (OUTPUTS): "paper_table" kinds write results/tables/<name>.{md,tex,csv} and the
-comparison with the published values results/tables/<name>_paper.{md,tex,csv}; "table" kinds only the first three;
-"figure" kinds results/figures/<name>.{png,pdf} and the plotted numbers results/figures/<name>.csv.
+comparison with the published values results/tables/<name>_paper.{md,tex,csv}; "table" kinds and the "claims" kind
+(fedavail.report.claims, its own section of the HTML report) only the first three; "figure" kinds
+results/figures/<name>.{png,pdf} and the plotted numbers results/figures/<name>.csv.
 
 Experiments are described to the report code by their attributes (`experiment_attributes`: dataset, alpha, dynamics,
 gamma, ...), which also key the match with published cells. This module is imported by the Snakefile: it must stay
@@ -16,25 +17,29 @@ cheap (no pandas, no plotting)."""
 
 from copy import deepcopy
 
+from fedavail.plan.local import DEFAULT_STEPS
+from fedavail.report import claims
 from fedavail.specs import REQUIRED, check_keys
 
 # kind -> (output shape, {key: default}); REQUIRED marks keys without a default.
 _COMMON = {"kind": REQUIRED, "title": None, "experiments": [], "algorithms": None, "labels": {}}
-_ACCURACY = {"last_n": 50, "eval_model": "global", "decimals": 1, "memory_aided": None, "paper": True}
+_ACCURACY = {"last_n": 50, "eval_model": "local_mean", "decimals": 1, "memory_aided": None, "paper": True}
 KINDS = {
     "fedswe_table": ("paper_table", {**_ACCURACY, "columns": "dataset", "blocks": "dynamics"}),
     "sweep": ("paper_table", {**_ACCURACY, "parameter": REQUIRED}),
     "rounds_to_target": ("paper_table", {"targets": None, "fractions": [0.25, 0.5, 0.75, 1.0], "sample_every": 20,
-                                         "eval_model": "global", "memory_aided": None, "paper": True}),
+                                         "eval_model": "local_mean", "memory_aided": None, "paper": True}),
     "fast_table": ("paper_table", {"last": 5, "decimals": 2, "paper": True}),
     "memory": ("table", {}),
-    "curves": ("figure", {"metric": "test_acc", "sample_every": None, "log_y": False}),
+    "curves": ("figure", {"metric": "test_acc", "sample_every": None, "log_y": False,
+                          "eval_model": "local_mean"}),
     "consensus": ("figure", {"metric": "consensus_error", "sample_every": None, "log_y": True}),
     "k_sweep": ("figure", {"parameter": "k", "last_n": 500, "target": 0.4, "sample_every": None,
-                           "eval_model": "global"}),
-    "grid": ("figure", {"x": REQUIRED, "hue": REQUIRED, "last_n": 50, "eval_model": "global"}),
+                           "eval_model": "local_mean"}),
+    "grid": ("figure", {"x": REQUIRED, "hue": REQUIRED, "last_n": 50, "eval_model": "local_mean"}),
     "fast_ratio": ("figure", {"last": 5}),
     "toy_heterogeneity": ("figure", {"u": [0.0, 100.0], "resolution": 101, "weightings": ["active", "all"]}),
+    "claims": ("claims", {"claims": REQUIRED, "last_n": None, "model": "local_mean"}),
     "toy_interpolation": ("figure", {"u": [100.0, -100.0], "k": [0, 1], "rounds": 1000, "local_steps": 10, "lr": 0.001,
                                      "global_lr": 1.0}),
 }
@@ -47,8 +52,9 @@ DESCRIPTIONS = {
              "average (FedSWE Tables 8 and 9 style); best of the memory-free group bold, second underlined",
     "rounds_to_target": "the first round at which the mean test accuracy over seeds, sampled every {sample_every} "
                         "rounds, reaches each target (FedSWE Table 7 style); — when never reached",
-    "fast_table": "test accuracy (%) A ± B, the mean and standard deviation of the last {last} test accuracies of "
-                  "every seed (FAST style), and Ratio = rounds with arbitrary participation / total rounds",
+    "fast_table": "test accuracy (%) of the server model, A ± B, the mean and standard deviation of the last {last} "
+                  "test accuracies of every seed (FAST style), and Ratio = rounds with arbitrary participation / total "
+                  "rounds",
     "memory": "bytes of algorithm state (summary.json state_bytes) per algorithm, with the model dimension d, peak "
               "memory and wall time",
     "curves": "{metric} against the round, mean over seeds with a band of ± one standard deviation (FedSWE Figs. 7 "
@@ -60,8 +66,13 @@ DESCRIPTIONS = {
                "(FedSWE Figs. 8, 9, 11 and 12 style); mean ± std over seeds",
     "grid": "train and test accuracy (%) of each run's last-{last_n}-round average against {x}, one line per {hue} "
             "(FedSWE Fig. 3 style); mean ± std over seeds",
-    "fast_ratio": "test accuracy (mean of the last {last} test accuracies) against Ratio, the share of rounds with "
+    "fast_ratio": "test accuracy of the server model (mean of the last {last} test accuracies) against Ratio, the "
+                  "share of rounds with "
                   "arbitrary participation; algorithms without snapshots sit at Ratio = 100%",
+    "claims": "the papers' claims checked on these runs: each claim, its source in the paper, our numbers (mean ± "
+              "std over seeds, seeds and rounds of every cell it reads) and its verdict: holds, fails, or not "
+              "resolved when the difference it states is within the largest standard deviation over seeds of its "
+              "cells (with one seed, the sign of the difference, marked \"1 seed\")",
     "toy_heterogeneity": "Example 1 of FedSWE §4 computed exactly: two clients with F_i(x) = (x − u_i)²/2, u = {u}, "
                          "stationary availability p_1, p_2; the colour is |lim E x^t − x*| of FedAvg (closed form, "
                          "no training)",
@@ -73,6 +84,14 @@ DESCRIPTIONS = {
                          "shrinks it",
 }
 EVAL_MODELS = ("global", "local_mean")
+# What each eval_model scores, for captions (fedavail.report.scored_model applies it; kept here, as this module must
+# not import pandas).
+SCORED_MODEL = {
+    "local_mean": "Algorithms that keep local copies (FedSWE, FedAWE) are scored by the mean of their clients' local "
+                  "models (1/m) Σ_i X_i, as the FedAWE authors' code reports, and their server model x^t follows in "
+                  "a second row marked \"server model\"; every other algorithm is scored by its server model",
+    "global": "Every algorithm is scored by its server model x^t",
+}
 ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds", "trace_model", "dynamics", "gamma",
               "period", "low", "p", "distribution", "window", "inner")
 PAPER_SOURCES = {
@@ -90,7 +109,10 @@ def shape(kind: str) -> str:
 
 def with_defaults(report: dict) -> dict:
     keys = {**_COMMON, **KINDS[report["kind"]][1]}
-    return {**{k: deepcopy(v) for k, v in keys.items() if v != REQUIRED}, **deepcopy(report)}
+    spec = {**{k: deepcopy(v) for k, v in keys.items() if v != REQUIRED}, **deepcopy(report)}
+    if report["kind"] == "claims":  # it reads what its claims name
+        spec["experiments"], spec["algorithms"] = claims.referenced(report["claims"])
+    return spec
 
 
 def output_paths(name: str, kind: str) -> dict[str, str]:
@@ -126,6 +148,9 @@ def validate_report(name: str, report: dict, config: dict) -> None:
         raise ValueError(f"kind: {kind!r} is not one of {sorted(KINDS)}")
     allowed = {**_COMMON, **KINDS[kind][1]}
     check_keys(report, allowed, "key", f"kind {kind!r}")
+    if kind == "claims":
+        claims.validate({**{k: v for k, v in allowed.items() if v != REQUIRED}, **report}, config)
+        return
     spec = with_defaults(report)
     experiments = spec["experiments"]
     if kind in TOY_KINDS:
@@ -330,8 +355,18 @@ def _describe_experiment(attributes: dict, training: dict) -> str:
         parts.append(f"{attributes['trace_model']} availability, {dynamics}" + (f" ({', '.join(extra)})" if extra
                                                                                 else ""))
     parts.append(f"{attributes['num_clients']} clients")
-    parts.append(f"{training['rounds']} rounds of {training.get('local_steps', 10)} local steps")
+    parts.append(f"{training['rounds']} rounds of {_describe_local(training.get('local') or {})}")
     return f"{attributes['experiment']} ({'; '.join(parts)})"
+
+
+def _describe_local(local: dict) -> str:
+    work = f"{local['epochs']} local epoch(s)" if local.get("epochs") else f"{local.get('steps', DEFAULT_STEPS)} local steps"
+    if local.get("max_steps"):
+        work += f" (at most {local['max_steps']} steps)"
+    optimizer = local.get("optimizer", "sgd")
+    if local.get("optimizer_state") == "persistent":
+        optimizer += ", state kept across rounds"
+    return f"{work}, {optimizer}"
 
 
 def caption(spec: dict) -> str:
@@ -348,7 +383,8 @@ def caption(spec: dict) -> str:
     runs = "; ".join(_describe_experiment(e["attributes"], e["training"]) for e in spec["experiments"].values())
     algorithms = sorted({a for e in spec["experiments"].values() for a in e["algorithms"]})
     seeds = ", ".join(str(s) for s in spec["seeds"])
-    return (f"{title}: {text}. Experiments: {runs}. Algorithms: {', '.join(algorithms)}. Seeds: {seeds}. "
+    scored = f" {SCORED_MODEL[report['eval_model']]}." if "eval_model" in report else ""
+    return (f"{title}: {text}.{scored} Experiments: {runs}. Algorithms: {', '.join(algorithms)}. Seeds: {seeds}. "
             "Runs that diverged (NaN/inf) are marked †, not dropped.")
 
 

@@ -96,7 +96,7 @@ def experiment_report(spec: dict, run_dirs: list[Path], table_md: Path, table_cs
 
 DATASET_LABELS = {"svhn": "SVHN", "cifar10": "CIFAR-10", "cinic10": "CINIC-10", "mnist5k": "MNIST-5k",
                   "fashion_mnist": "Fashion-MNIST", "digits": "digits", "shakespeare": "Shakespeare",
-                  "shakespeare_leaf": "Shakespeare (LEAF)"}
+                  "shakespeare_leaf": "Shakespeare (LEAF)", "shakespeare_leaf_json": "Shakespeare (LEAF JSON)"}
 _SYMBOLS = {"gamma": "γ", "alpha": "α", "k": "k", "p": "p"}
 
 
@@ -197,6 +197,7 @@ def accuracy_table(spec: dict, runs) -> tuple:
     columns by `parameter`): train and test accuracy, mean ± std over seeds of each run's last-N-round average."""
     from fedavail.report.render import Cell, Section, TextTable, rank_marks
     from fedavail.report.runs import window_mean
+    from fedavail.report.scored_model import is_server_row
 
     report = Report(spec)
     settings = report.settings
@@ -223,14 +224,15 @@ def accuracy_table(spec: dict, runs) -> tuple:
     headers = [f"{attribute_label(column_attr, c)} {m}" for c in columns for m in ("train", "test")]
     description = (f"Accuracy (%) as mean ± std over seeds of each run's average over its last {last_n} rounds. Bold: "
                    "best of the algorithms not aided by memory or known statistics in each column; underlined: "
-                   "second best. Algorithms aided by memory or known statistics are listed below them, unranked.")
+                   "second best; server-model rows are unranked. Algorithms aided by memory or known statistics are "
+                   "listed below them, unranked.")
     table = TextTable(report.title(), description, ["algorithm", *headers])
     for block in blocks:
         in_block = frame[frame["block"] == block]
         present = [a for a in report.ordered() if a in set(in_block["algorithm"])]
         marks = {}
         for (column, metric), cells in in_block.groupby(["column", "metric"], sort=False):
-            eligible = cells[cells["group"] == 1]
+            eligible = cells[(cells["group"] == 1) & ~cells["algorithm"].map(is_server_row)]
             marks[(column, metric)] = rank_marks(dict(zip(eligible["algorithm"], eligible["mean"])), decimals)
         for group in (1, 2):
             members = [a for a in present if report.group(a) == group]

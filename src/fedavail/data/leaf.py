@@ -1,0 +1,146 @@
+"""LEAF's own Shakespeare output: the JSON files the FAST authors trained on, and FL-bench, Flower and FedML read.
+
+LEAF's preprocessing writes one train and one test file (`all_data_<options>_train_<n>.json`, `..._test_<n>.json`,
+in its data/train/ and data/test/ folders), each
+
+    {"users": [user, ...], "num_samples": [n, ...],
+     "user_data": {user: {"x": [80-character strings], "y": [the character after each]}}}
+
+Dataset `shakespeare_leaf_json` reads them from data/raw/shakespeare_leaf_json/ (any depth below it): one client per
+LEAF user (the natural partition), in the order of the train file's `users`, with LEAF's train/test split as it is;
+token ids are positions in LEAF's 80-character alphabet, so the Char-LSTM has LEAF's 80 classes. The samples are
+stored in the compact text format of fedavail.data.prepared: consecutive windows of a user that overlap in all but
+one character share one token stream."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from fedavail.data.download import DatasetError, file_digests
+from fedavail.data.shakespeare import ALL_LETTERS
+
+NAME = "shakespeare_leaf_json"
+TRAIN_PATTERN, TEST_PATTERN = "all_data_*_train_*.json", "all_data_*_test_*.json"
+_LETTER_ID = {c: i for i, c in enumerate(ALL_LETTERS)}
+
+
+def locate(raw_dir: Path) -> list[Path]:
+    """[train file, test file] under raw_dir; DatasetError naming the folder and the pattern when not exactly one."""
+    raw_dir = Path(raw_dir)
+    found = []
+    for split, pattern in (("train", TRAIN_PATTERN), ("test", TEST_PATTERN)):
+        matches = sorted(raw_dir.rglob(pattern)) if raw_dir.is_dir() else []
+        if not matches:
+            raise DatasetError(
+                f"dataset {NAME!r}: no LEAF Shakespeare {split} file ({pattern}) under {raw_dir}/. Place LEAF's own "
+                f"output there (its data/train/ and data/test/ JSON files, written by LEAF's "
+                f"data/shakespeare/preprocess.sh; home page https://github.com/TalwalkarLab/leaf)")
+        if len(matches) > 1:
+            raise DatasetError(f"dataset {NAME!r}: {len(matches)} {split} files match {pattern} under {raw_dir}/ "
+                               f"({', '.join(str(m) for m in matches)}); keep one")
+        found.append(matches[0])
+    return found
+
+
+def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[str]]]]:
+    """(users in file order, {user: (x strings, y characters)}) of one LEAF JSON file, checked."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DatasetError(f"{path} is not a readable JSON file ({error})") from error
+    if not isinstance(data, dict) or not {"users", "num_samples", "user_data"} <= set(data):
+        raise DatasetError(f"{path}: a LEAF file is a JSON object with 'users', 'num_samples' and 'user_data'")
+    users, counts, user_data = data["users"], data["num_samples"], data["user_data"]
+    if not isinstance(users, list) or not users or not all(isinstance(u, str) for u in users):
+        raise DatasetError(f"{path}: 'users' must be a non-empty list of user names")
+    if len(set(users)) != len(users):
+        raise DatasetError(f"{path}: 'users' lists a user twice")
+    if not isinstance(counts, list) or len(counts) != len(users):
+        raise DatasetError(f"{path}: 'num_samples' must have one count per user ({len(users)})")
+    if not isinstance(user_data, dict) or set(user_data) != set(users):
+        odd = sorted(set(users) ^ set(user_data if isinstance(user_data, dict) else ()))
+        raise DatasetError(f"{path}: 'user_data' must hold exactly the listed users (differs on {odd[:3]})")
+    samples = {}
+    for user, count in zip(users, counts):
+        entry = user_data[user]
+        xs, ys = (entry.get("x"), entry.get("y")) if isinstance(entry, dict) else (None, None)
+        if not isinstance(xs, list) or not isinstance(ys, list) or not len(xs) == len(ys) == count:
+            raise DatasetError(f"{path}: user {user!r} must have lists x and y of num_samples = {count} entries")
+        samples[user] = (xs, ys)
+    return users, samples
+
+
+def _check_sample(path: Path, user: str, index: int, x, y, seq_length: int) -> None:
+    if not isinstance(x, str) or len(x) != seq_length:
+        raise DatasetError(f"{path}: user {user!r} sample {index}: x must be a {seq_length}-character string")
+    if not isinstance(y, str) or len(y) != 1:
+        raise DatasetError(f"{path}: user {user!r} sample {index}: y must be one character, got {y!r}")
+    unknown = sorted(set(x + y) - set(ALL_LETTERS))
+    if unknown:
+        raise DatasetError(f"{path}: user {user!r} sample {index}: characters {unknown} are outside LEAF's "
+                           f"80-character alphabet")
+
+
+def _compact(path: Path, user: str, xs: list[str], ys: list[str], seq_length: int) -> tuple[str, list[int], str]:
+    """(token text, window starts, targets) of one user's samples: a window that extends the previous one by a
+    character appends that character only."""
+    chunks, starts, length, previous = [], [], 0, None
+    for index, (x, y) in enumerate(zip(xs, ys)):
+        _check_sample(path, user, index, x, y, seq_length)
+        if previous is not None and starts[-1] + seq_length == length and x[:-1] == previous[1:]:
+            chunks.append(x[-1])
+            starts.append(starts[-1] + 1)
+            length += 1
+        else:
+            chunks.append(x)
+            starts.append(length)
+            length += seq_length
+        previous = x
+    return "".join(chunks), starts, "".join(ys)
+
+
+def _ids(text: str) -> np.ndarray:
+    return np.fromiter((_LETTER_ID[c] for c in text), dtype=np.uint8, count=len(text))
+
+
+def prepare(raw_dir: Path, options: dict) -> dict:
+    """The prepared dict (fedavail.data.prepared) of LEAF's Shakespeare JSON files under raw_dir."""
+    if options:
+        raise DatasetError(f"dataset {NAME!r} takes no preparation options (LEAF's files fix the users and the "
+                           f"split), got {sorted(options)}; keep fewer clients with the natural partition's "
+                           f"num_clients")
+    train_path, test_path = locate(raw_dir)
+    (users, train), (test_users, test) = read_split(train_path), read_split(test_path)
+    if set(users) != set(test_users):
+        odd = sorted(set(users) ^ set(test_users))
+        raise DatasetError(f"{train_path} and {test_path} must hold the same LEAF users (differ on {odd[:3]})")
+    first = next((xs[0] for xs, _ in train.values() if xs), None)
+    if not isinstance(first, str):
+        raise DatasetError(f"{train_path}: no user has a train sample")
+    seq_length = len(first)
+    texts, parts, offset = [], {f"{split}_{key}": [] for split in ("train", "test") for key in ("x", "y", "groups")}, 0
+    for group, user in enumerate(users):
+        for split, path, samples in (("train", train_path, train), ("test", test_path, test)):
+            text, starts, targets = _compact(path, user, *samples[user], seq_length)
+            parts[f"{split}_x"].append(offset + np.asarray(starts, dtype=np.int64))
+            parts[f"{split}_y"].append(_ids(targets).astype(np.int64))
+            parts[f"{split}_groups"].append(np.full(len(starts), group, dtype=np.int64))
+            texts.append(text)
+            offset += len(text)
+    tensors = {key: torch.from_numpy(np.concatenate(values)) for key, values in parts.items()}
+    return {
+        "name": NAME,
+        "kind": "text",
+        "num_classes": len(ALL_LETTERS),
+        "vocab": ALL_LETTERS,
+        "seq_length": seq_length,
+        **tensors,
+        "text": torch.from_numpy(_ids("".join(texts))),
+        "group_names": list(users),
+        "meta": {"source": f"LEAF's Shakespeare JSON ({train_path.name}, {test_path.name})",
+                 "files": {p.name: file_digests(p) for p in (train_path, test_path)}, "seq_length": seq_length,
+                 "num_clients": len(users)},
+    }

@@ -1,0 +1,144 @@
+"""Local optimisation: one block of an experiment's training settings (`training.local`), resolved once.
+
+    training:
+      local:
+        optimizer: sgd | momentum | adam       (momentum: heavy ball, PyTorch's SGD(momentum=μ); adam: PyTorch's Adam)
+        lr: 0.05                               (an algorithm's own `lr` overrides it: papers tune the LR per method)
+        schedule: constant | sqrt_decay | multistep   (sqrt_decay: η0 / sqrt(t/10 + 1), FedSWE App. H;
+                                                       multistep: η0 · gamma^(number of milestones <= t))
+        steps: 10          or   epochs: 1, max_steps: 10
+        batch_size: 128
+        grad_clip: null                        (max L2 norm of every minibatch gradient; off unless set)
+        optimizer_state: reset | persistent    (persistent: each client keeps its momentum / Adam moments across
+                                                rounds, as a per-client optimizer object does in the FAST code)
+
+Local work is `steps: K` (K minibatches of exactly batch_size samples, drawn from reshuffles of the client's data
+keyed by the round) or `epochs: E` (passes over the client's data in batches of batch_size, the last batch of each
+pass partial). With `max_steps: K` an epoch run stops after K steps and continues at the client's next
+participation, the way a client's persistent data iterator behaves in the FAST code (arXiv OpenReview H3AUl3pnlu):
+with E = 1 a client takes min(⌈n_i/B⌉ − b_i, K) steps, b_i being the batches it already took of its current epoch.
+"""
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+OPTIMIZERS = ("sgd", "momentum", "adam")
+SCHEDULES = ("constant", "sqrt_decay", "multistep")
+OPTIMIZER_STATES = ("reset", "persistent")
+DEFAULT_STEPS = 10
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    lr: float
+    optimizer: str = "sgd"
+    momentum: float = 0.9
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    milestones: tuple[int, ...] = ()
+    gamma: float = 0.1
+    steps: int | None = None
+    epochs: int | None = None
+    max_steps: int | None = None
+    batch_size: int = 128
+    shuffle: bool = True
+    grad_clip: float | None = None
+    optimizer_state: str = "reset"
+
+    def lr_at(self, round_index: int) -> float:
+        """η_l at round t."""
+        if self.schedule == "sqrt_decay":
+            return self.lr / math.sqrt(round_index / 10 + 1)
+        if self.schedule == "multistep":
+            return self.lr * self.gamma ** sum(1 for milestone in self.milestones if round_index >= milestone)
+        return self.lr
+
+    @property
+    def continues_epochs(self) -> bool:
+        """Whether a client's epoch can span participations (epochs with a step cap)."""
+        return self.epochs is not None and self.max_steps is not None
+
+    def as_dict(self) -> dict:
+        values = asdict(self)
+        values["betas"], values["milestones"] = list(self.betas), list(self.milestones)
+        return values
+
+
+LOCAL_DEFAULTS = {f.name: f.default for f in fields(LocalOptions) if f.name != "lr"}
+
+
+def resolve_local(local: dict | None, algorithm_lr: float | None, where: str) -> LocalOptions:
+    """The experiment's `training.local` block with the algorithm's own lr, checked, every default filled in.
+
+    `where` is the key path of the block in the config, used in every error message."""
+    values = dict(local or {})
+    unknown = sorted(set(values) - {f.name for f in fields(LocalOptions)})
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(f.name for f in fields(LocalOptions))})")
+    if algorithm_lr is not None:
+        values["lr"] = algorithm_lr
+    if "lr" not in values:
+        raise ValueError(f"{where}.lr: missing; give it here or as the algorithm's own lr")
+    if values.get("steps") is None and values.get("epochs") is None:
+        values["steps"] = DEFAULT_STEPS
+    for key in ("betas", "milestones"):
+        if key in values:
+            if not isinstance(values[key], list | tuple):
+                raise ValueError(f"{where}.{key}: must be a list, got {values[key]!r}")
+            values[key] = tuple(values[key])
+    options = LocalOptions(**values)
+    _check(options, where)
+    return options
+
+
+def _positive(value, name: str, where: str, integer: bool = False, allow_zero: bool = False) -> None:
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value):
+        raise ValueError(f"{where}.{name}: must be a finite {'integer' if integer else 'number'}, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{where}.{name}: must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+
+
+def _check(o: LocalOptions, where: str) -> None:
+    for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("optimizer_state", OPTIMIZER_STATES)):
+        if getattr(o, name) not in allowed:
+            raise ValueError(f"{where}.{name}: must be one of {list(allowed)}, got {getattr(o, name)!r}")
+    _positive(o.lr, "lr", where)
+    _positive(o.eps, "eps", where)
+    _positive(o.gamma, "gamma", where)
+    _positive(o.weight_decay, "weight_decay", where, allow_zero=True)
+    _positive(o.momentum, "momentum", where, allow_zero=True)
+    if o.momentum >= 1:
+        raise ValueError(f"{where}.momentum: must be < 1, got {o.momentum!r}")
+    if len(o.betas) != 2:
+        raise ValueError(f"{where}.betas: must be two numbers [β1, β2], got {list(o.betas)!r}")
+    for beta in o.betas:
+        _positive(beta, "betas", where, allow_zero=True)
+        if beta >= 1:
+            raise ValueError(f"{where}.betas: each must be in [0, 1), got {list(o.betas)!r}")
+    for milestone in o.milestones:
+        _positive(milestone, "milestones", where, integer=True)
+    if list(o.milestones) != sorted(o.milestones):
+        raise ValueError(f"{where}.milestones: must be increasing rounds, got {list(o.milestones)!r}")
+    if o.milestones and o.schedule != "multistep":
+        raise ValueError(f"{where}.milestones: only used by schedule 'multistep' (schedule is {o.schedule!r})")
+    if (o.steps is None) == (o.epochs is None):
+        raise ValueError(f"{where}: give either steps or epochs, not both")
+    if o.steps is not None:
+        _positive(o.steps, "steps", where, integer=True)
+        if o.max_steps is not None:
+            raise ValueError(f"{where}.max_steps: caps epochs; with steps the count is already fixed")
+    else:
+        _positive(o.epochs, "epochs", where, integer=True)
+        if o.max_steps is not None:
+            _positive(o.max_steps, "max_steps", where, integer=True)
+    _positive(o.batch_size, "batch_size", where, integer=True)
+    if not isinstance(o.shuffle, bool):
+        raise ValueError(f"{where}.shuffle: must be true or false, got {o.shuffle!r}")
+    if o.grad_clip is not None:
+        _positive(o.grad_clip, "grad_clip", where)
+    if o.optimizer == "sgd" and o.optimizer_state == "persistent":
+        raise ValueError(f"{where}.optimizer_state: plain sgd has no state to persist (optimizer is 'sgd')")
+

@@ -1,0 +1,109 @@
+"""Which model FedSWE-style reports score: the local-copy mean for algorithms that keep local copies, with the
+server model as a second, labelled row; `eval_model: global` scores every algorithm by its server model."""
+
+import json
+
+import pandas as pd
+import pytest
+
+import fedavail.config as fc
+from fedavail.report import build, render, runs, spec
+from fedavail.report.scored_model import score_local_mean, server_row
+
+from test_report import ALGS, config_with, constant, write_run
+
+# swe: server model 0.60 / 0.64 per seed, local-copy mean 0.80 / 0.84 (train 0.70 / 0.90); avg: 0.70 / 0.72.
+LOCAL = {0: 0.80, 1: 0.84}
+SERVER = {0: 0.60, 1: 0.64}
+
+
+def _runs(tmp_path, experiments=("svhn_sine",)):
+    dirs = []
+    for experiment in experiments:
+        for seed in (0, 1):
+            dirs.append(write_run(tmp_path, experiment, "swe", seed, constant(SERVER[seed]), extra={
+                "test_acc_local_mean": constant(LOCAL[seed]), "train_acc_local_mean": constant(0.70 + 0.2 * seed)}))
+            dirs.append(write_run(tmp_path, experiment, "avg", seed, constant(0.70 + 0.02 * seed)))
+    return dirs
+
+
+def _report(tmp_path, report, experiments=("svhn_sine",)):
+    dirs = _runs(tmp_path, experiments)
+    exps = {e: ("svhn", "sine", 0.3 if i == 0 else 0.2, 0.1, ["swe", "avg"]) for i, e in enumerate(experiments)}
+    config = config_with(exps, ALGS, {"r": report})
+    spec.validate_report("r", report, config)
+    job = json.loads(fc.as_json(spec.job_spec(config, "r")))
+    outputs = {k: tmp_path / v for k, v in spec.output_paths("r", report["kind"]).items()}
+    return job, dirs, outputs
+
+
+def test_local_copy_algorithms_report_the_local_mean_with_a_server_row(tmp_path, monkeypatch):
+    job, dirs, outputs = _report(tmp_path, {"kind": "fedswe_table", "experiments": ["svhn_sine"], "last_n": 20})
+    assert job["report"]["eval_model"] == "local_mean"  # the default of the FedSWE-style kinds
+    monkeypatch.chdir(tmp_path)
+    build.make_report(job, dirs, outputs)
+    cells = pd.read_csv(outputs["csv"]).set_index(["algorithm", "metric"])
+    assert cells.loc[("swe", "test_acc"), "mean"] == pytest.approx(82.0)
+    assert cells.loc[("swe", "train_acc"), "mean"] == pytest.approx(80.0)
+    assert cells.loc[(server_row("swe"), "test_acc"), "mean"] == pytest.approx(62.0)
+    assert cells.loc[(server_row("swe"), "test_acc"), "label"] == "FedSWE (k = 100), server model"
+    assert cells.loc[("avg", "test_acc"), "mean"] == pytest.approx(71.0)
+    markdown = outputs["md"].read_text()
+    assert "| FedSWE (k = 100), server model |" in markdown
+    assert "scored by the mean of their clients' local models" in markdown
+    # The server row is unranked: avg (71.0) is second behind the local-copy mean (82.0), not third.
+    assert "**82.0 ± 2.0**" in markdown and "<u>71.0 ± 1.0</u>" in markdown
+    paper = pd.read_csv(outputs["paper_csv"])
+    assert server_row("swe") not in set(paper["algorithm"])
+    assert "scored by the mean of their clients' local models" in spec.caption(job)
+
+
+def test_eval_model_global_scores_the_server_model_only(tmp_path, monkeypatch):
+    job, dirs, outputs = _report(tmp_path, {"kind": "fedswe_table", "experiments": ["svhn_sine"], "last_n": 20,
+                                            "eval_model": "global"})
+    monkeypatch.chdir(tmp_path)
+    build.make_report(job, dirs, outputs)
+    cells = pd.read_csv(outputs["csv"]).set_index(["algorithm", "metric"])
+    assert cells.loc[("swe", "test_acc"), "mean"] == pytest.approx(62.0)
+    assert server_row("swe") not in cells.index.get_level_values("algorithm")
+    assert "Every algorithm is scored by its server model" in outputs["md"].read_text()
+    assert "Every algorithm is scored by its server model" in spec.caption(job)
+
+
+def test_the_view_keeps_the_config_order_and_given_algorithm_lists(tmp_path):
+    job, dirs, _ = _report(tmp_path, {"kind": "fedswe_table", "experiments": ["svhn_sine"], "last_n": 20,
+                                      "algorithms": ["avg", "swe"], "memory_aided": ["swe"]})
+    scored, loaded = score_local_mean(job, runs.load(dirs))
+    assert scored["report"]["algorithms"] == ["avg", "swe", server_row("swe")]
+    assert scored["report"]["memory_aided"] == ["swe", server_row("swe")]
+    assert scored["experiments"]["svhn_sine"]["algorithm_order"] == ["avg", "swe", server_row("swe")]
+    assert job["report"]["algorithms"] == ["avg", "swe"]  # the job spec itself is not changed
+    swe = loaded.run("svhn_sine", "swe")
+    assert swe["test_acc"].dropna().unique().tolist() == pytest.approx([0.80, 0.84])
+    assert loaded.run("svhn_sine", server_row("swe"))["test_acc"].dropna().unique().tolist() == pytest.approx(
+        [0.60, 0.64])
+    assert len(loaded.summaries[loaded.summaries["algorithm"] == server_row("swe")]) == 2
+
+
+@pytest.mark.parametrize("report", [
+    {"kind": "curves", "experiments": ["s1", "s2"], "sample_every": 10},
+    {"kind": "grid", "x": "gamma", "hue": "dataset", "experiments": ["s1", "s2"], "last_n": 20},
+    {"kind": "k_sweep", "experiments": ["s1", "s2"], "algorithms": ["swe"], "last_n": 20, "target": 0.5,
+     "sample_every": 10},
+    {"kind": "rounds_to_target", "experiments": ["s1", "s2"], "targets": [0.7], "sample_every": 10},
+])
+def test_figures_and_round_tables_show_both_models(tmp_path, monkeypatch, report):
+    job, dirs, outputs = _report(tmp_path, report, experiments=("s1", "s2"))
+    monkeypatch.chdir(tmp_path)
+    build.make_report(job, dirs, outputs)
+    data = pd.read_csv(outputs["csv"])
+    assert {"swe", server_row("swe")} <= set(data["algorithm"])
+    column = {"curves": "mean", "grid": "mean", "k_sweep": "test_acc_mean", "rounds_to_target": "mean"}[report["kind"]]
+    local = data[data["algorithm"] == "swe"]
+    server = data[data["algorithm"] == server_row("swe")]
+    if "metric" in data and report["kind"] != "rounds_to_target":
+        local, server = local[local["metric"] == "test_acc"], server[server["metric"] == "test_acc"]
+    if report["kind"] == "rounds_to_target":
+        assert set(local[column]) == {0.0} and server[column].isna().all()  # 0.82 reaches 70% at once, 0.62 never
+    else:
+        assert local[column].mean() == pytest.approx(82.0) and server[column].mean() == pytest.approx(62.0)

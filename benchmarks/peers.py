@@ -32,7 +32,7 @@ from fedavail.engine.local import LocalTrainer
 from fedavail.engine.params import FlatModel
 from fedavail.launcher import ensure_malloc_settings
 from fedavail.models import build_model
-from fedavail.plan.local import resolve_local
+from fedavail.plan.local import LocalOptions
 
 SEED = 0
 LR = 0.05
@@ -48,9 +48,10 @@ def fedavail_round(model: FlatModel, data: ClientData, clients: torch.Tensor, gl
     """One FedAvg round through fedavail's engine: local SGD for `clients` from `global_weights`, then the mean of
     their end points. The benchmarks' only call into the engine."""
     starts = global_weights.expand(len(clients), -1)
-    options = resolve_local({"steps": STEPS, "batch_size": batch_size, "grad_clip": grad_clip}, LR, "benchmark")
+    options = LocalOptions(lr=LR, steps=STEPS, batch_size=batch_size, grad_clip=grad_clip)
     trainer = LocalTrainer(model, data, options, SEED, batched)
-    return trainer.train(clients, starts, None, 0, LR, {}).end.mean(0)
+    state = trainer.init_state(NUM_CLIENTS, starts.dtype, starts.device)
+    return trainer.train(clients, starts, None, 0, LR, state).end.mean(0)
 
 
 def svhn_like() -> dict:

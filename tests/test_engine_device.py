@@ -11,7 +11,7 @@ from fedavail.engine.client_data import Augmentation, ClientData
 from fedavail.engine.local import LocalCorrection, LocalTrainer
 from fedavail.engine.params import FlatModel
 from fedavail.models import build_model
-from fedavail.plan.local import resolve_local
+from fedavail.plan.local import LocalOptions
 
 from synthetic import image_dataset
 
@@ -37,8 +37,9 @@ def _round(name, batched, dtype, channels_last=True, correction=None, augmentati
     model, data = _setup(name, dtype, channels_last, augmentation=augmentation, **shape)
     clients = torch.tensor([0, 2, 3])
     starts = model.flatten().expand(3, -1)
-    options = resolve_local({"lr": 0.05, "steps": 4, "batch_size": 16, "grad_clip": 0.5}, None, "training.local")
-    return model, LocalTrainer(model, data, options, 5, batched).train(clients, starts, correction, 1, 0.05, {})
+    trainer = LocalTrainer(model, data, LocalOptions(lr=0.05, steps=4, batch_size=16, grad_clip=0.5), 5, batched)
+    state = trainer.init_state(data.num_clients, dtype, DEVICE)
+    return model, trainer.train(clients, starts, correction, 1, 0.05, state)
 
 
 def test_minibatch_streams_are_keyed_on_the_device():

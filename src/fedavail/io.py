@@ -20,6 +20,17 @@ class UnreadableFileError(ValueError):
 
 
 @contextlib.contextmanager
+def reading(path: str | os.PathLike, what: str):
+    """Turn any failure to parse `path` into UnreadableFileError naming it (a missing file stays FileNotFoundError)."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # truncated zip, missing arrays, bad JSON: all mean the file is damaged
+        raise UnreadableFileError(path, what, error) from error
+
+
+@contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
     path = Path(path)

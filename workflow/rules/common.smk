@@ -144,6 +144,12 @@ def train_runtime(wildcards, attempt):
     return int(math.ceil(10 + rounds * EXECUTION["seconds_per_round"] / 60)) * attempt
 
 
+def malloc_environment(wildcards, threads):
+    """The allocator settings a training process starts with (fedavail.launcher); derived (it takes `threads`), so
+    it reruns nothing."""
+    return MALLOC_ASSIGNMENTS
+
+
 def train_execution_options(wildcards, threads):
     """How a training job runs, not what it computes (execution.*). A params function that takes `threads` counts as
     derived, so Snakemake leaves it out of the params that trigger reruns: changing these reruns nothing."""

@@ -11,6 +11,7 @@ rule train:
     params:
         spec=lambda w: fc.as_json(fc.run_spec(config, w.experiment, w.algorithm, int(w.seed))),
         execution=train_execution_options,
+        malloc=malloc_environment,
     threads: EXECUTION["train_threads"]
     resources:
         # On clusters (profiles/slurm): one GPU unless the run is CPU-only (a GPU-less cluster overrides with
@@ -26,6 +27,6 @@ rule train:
         "../envs/fedavail.yaml"
     shell:
         # malloc settings in the job's environment (fedavail.launcher): read once, when the process starts.
-        MALLOC_ASSIGNMENTS + " fedavail train --prepared {input.prepared:q} --partition {input.partition:q} "
+        "{params.malloc} fedavail train --prepared {input.prepared:q} --partition {input.partition:q} "
         "--trace {input.trace:q} --out-dir \"$(dirname {output.metrics:q})\" --spec {params.spec:q} "
         "{params.execution} --gpu-slots .snakemake/fedavail-gpu-slots > {log:q} 2>&1"

@@ -1,4 +1,4 @@
-"""FAST: Federated Averaging with SnapshoT (papers/fast.txt, Algorithms 1 and 2; ALGORITHMS.md §5), and FAST+.
+"""FAST: Federated Averaging with SnapshoT (OpenReview H3AUl3pnlu, Algorithms 1 and 2), and FAST+.
 
   for r = 0 .. R−1:
     snapshot round (schedule below): S_r = the trace's pre-drawn uniform cohort for round r (|S_r| = m)

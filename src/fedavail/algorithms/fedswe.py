@@ -1,4 +1,4 @@
-"""FedSWE (papers/fedswe.txt, Algorithm 1; ALGORITHMS.md §6); k = 0 is the NeurIPS 2024 FedAWE.
+"""FedSWE (arXiv 2609.04763, Algorithm 1); k = 0 is the NeurIPS 2024 FedAWE (arXiv 2409.17446).
 
   init:    X_i = x^0 for every client i, τ_i = −1
   round t, i ∈ A_t (participants start from their own, possibly stale, X_i):
@@ -12,7 +12,8 @@ State: x [d], X [m, d] (every client's local model, stacked), tau [m] (last roun
 place (no O(md) copy per round).
 
 `echo_clip` (default None = off) reproduces a code-only detail of the authors' FedAWE implementation
-(mingxiang12/FedAWE `util.accumulation` + `dataset.clip`, ALGORITHMS.md §6 "Code"), which the paper does not describe:
+(mingxiang12/FedAWE `util.accumulation` + `dataset.clip`), what FedSWE's App. H calls "gradient clipping with a
+max norm of 0.5":
 the averaged echoed update mean_{A_t}((t − τ_i)(x_i^{t,s} − X_i)) is rescaled to L2 norm `echo_clip` (the code uses
 0.5) when it is longer, before η_g is applied; then Σ x_i† = |A_t|·(mean_{A_t} X_i + η_g·clip(...)).
 

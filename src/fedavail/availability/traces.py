@@ -38,7 +38,7 @@ import numpy as np
 
 from fedavail.availability import models
 from fedavail.data.partition import Partition
-from fedavail.io import UnreadableFileError, atomic_path, write_npz
+from fedavail.io import atomic_path, reading, write_npz
 from fedavail.rng import numpy_generator
 from fedavail.specs import REQUIRED, check_keys
 
@@ -321,20 +321,15 @@ def save_trace(path: str | os.PathLike, trace: Trace) -> None:
 
 
 def load_trace(path: str | os.PathLike) -> Trace:
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            rounds, num_clients = (int(v) for v in data["shape"])
-            available = np.unpackbits(data["available_bits"], axis=1, count=num_clients, bitorder="little")
-            return Trace(
-                available=available.astype(bool).reshape(rounds, num_clients),
-                prob=data["prob"] if "prob" in data.files else None,
-                snapshot=data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
-                params=json.loads(str(data["params"])),
-            )
-    except FileNotFoundError:
-        raise
-    except Exception as error:  # truncated zip, missing arrays, bad JSON: all mean the file is damaged
-        raise UnreadableFileError(path, "availability trace", error) from error
+    with reading(path, "availability trace"), np.load(path, allow_pickle=False) as data:
+        rounds, num_clients = (int(v) for v in data["shape"])
+        available = np.unpackbits(data["available_bits"], axis=1, count=num_clients, bitorder="little")
+        return Trace(
+            available=available.astype(bool).reshape(rounds, num_clients),
+            prob=data["prob"] if "prob" in data.files else None,
+            snapshot=data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
+            params=json.loads(str(data["params"])),
+        )
 
 
 # ---------------------------------------------------------------- figure

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedavail.io import UnreadableFileError, atomic_path, write_npz
+from fedavail.io import atomic_path, reading, write_npz
 from fedavail.rng import numpy_generator
 from fedavail.specs import REQUIRED, check_keys
 
@@ -341,19 +341,14 @@ def save_partition(path: str | os.PathLike, part: Partition) -> None:
 
 
 def load_partition(path: str | os.PathLike) -> Partition:
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return Partition(
-                offsets=data["offsets"].astype(np.int64),
-                indices=data["indices"].astype(np.int64),
-                label_hist=data["label_hist"].astype(np.int64),
-                nu=data["nu"].astype(np.float64) if "nu" in data.files else None,
-                params=json.loads(str(data["params"])),
-            )
-    except FileNotFoundError:
-        raise
-    except Exception as error:  # truncated zip, missing arrays, bad JSON: all mean the file is damaged
-        raise UnreadableFileError(path, "partition", error) from error
+    with reading(path, "partition"), np.load(path, allow_pickle=False) as data:
+        return Partition(
+            offsets=data["offsets"].astype(np.int64),
+            indices=data["indices"].astype(np.int64),
+            label_hist=data["label_hist"].astype(np.int64),
+            nu=data["nu"].astype(np.float64) if "nu" in data.files else None,
+            params=json.loads(str(data["params"])),
+        )
 
 
 # ---------------------------------------------------------------- statistics and figure

@@ -54,6 +54,20 @@ def fedavail_round(model: FlatModel, data: ClientData, clients: torch.Tensor, gl
     return trainer.train(clients, starts, None, 0, LR, state).end.mean(0)
 
 
+def benchmark_setup(threads: int, device_name: str):
+    """Threads, device, the SVHN-shaped dataset and its clients, as every benchmark here starts."""
+    torch.set_num_threads(threads)
+    device = torch.device(device_name)
+    dataset = svhn_like()
+    print(f"torch {torch.__version__}, {threads} threads, device {device}")
+    return device, dataset, client_data(dataset, device)
+
+
+def parse_workloads(workloads: list[str]) -> list[tuple[int, int]]:
+    """PARTICIPANTSxBATCH strings as (participants, batch size)."""
+    return [tuple(int(n) for n in workload.split("x")) for workload in workloads]
+
+
 def svhn_like() -> dict:
     """A prepared dataset shaped like SVHN (uint8 3x32x32 images, 10 classes), random pixels and labels."""
     generator = torch.Generator().manual_seed(SEED)
@@ -215,13 +229,8 @@ def main():
         except ImportError:
             parser.error("the fedlab arm needs FedLab 1.3.0: pip install -e '.[bench]' (benchmarks/README.md), "
                          "or leave it out with --arms")
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    dataset = svhn_like()
-    data = client_data(dataset, device)
-    print(f"torch {torch.__version__}, {args.threads} threads, device {device}")
-    for workload in args.workloads:
-        participants, batch_size = (int(n) for n in workload.split("x"))
+    device, dataset, data = benchmark_setup(args.threads, args.device)
+    for participants, batch_size in parse_workloads(args.workloads):
         clients = torch.arange(participants)
         batches = prepared_batches(data, clients, batch_size)
         arms = {name: workload_arm(name, dataset, device, data, clients, batches, batch_size) for name in args.arms}

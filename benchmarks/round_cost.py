@@ -19,12 +19,12 @@ from peers import (
     STEPS,
     WORKLOADS,
     alternated,
-    client_data,
+    benchmark_setup,
     fedavail_arm,
     plain_loop_arm,
     prepared_batches,
+    parse_workloads,
     print_table,
-    svhn_like,
 )
 
 from fedavail.launcher import ensure_malloc_settings
@@ -44,14 +44,9 @@ def main():
     parser.add_argument("--vmap-clients", type=int, default=None,
                         help="participants of the vmap-vs-loop comparison (0: skip; default 100 on CUDA, 0 on CPU)")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device, dataset, data = benchmark_setup(args.threads, args.device)
     vmap_clients = args.vmap_clients if args.vmap_clients is not None else (100 if device.type == "cuda" else 0)
-    dataset = svhn_like()
-    data = client_data(dataset, device)
-    print(f"torch {torch.__version__}, {args.threads} threads, device {device}")
-    for workload in args.workloads:
-        participants, batch_size = (int(n) for n in workload.split("x"))
+    for participants, batch_size in parse_workloads(args.workloads):
         clients = torch.arange(participants)
         arms = {
             "fedavail round": fedavail_arm(dataset, device, data, clients, batch_size, channels_last=True,

@@ -55,18 +55,10 @@ class LocalOptions:
             return self.lr * self.gamma ** sum(1 for milestone in self.milestones if round_index >= milestone)
         return self.lr
 
-    @property
-    def continues_epochs(self) -> bool:
-        """Whether a client's epoch can span participations (epochs with a step cap)."""
-        return self.epochs is not None and self.max_steps is not None
-
     def as_dict(self) -> dict:
         values = asdict(self)
         values["betas"], values["milestones"] = list(self.betas), list(self.milestones)
         return values
-
-
-LOCAL_DEFAULTS = {f.name: f.default for f in fields(LocalOptions) if f.name != "lr"}
 
 
 def resolve_local(local: dict | None, algorithm_lr: float | None, where: str) -> LocalOptions:

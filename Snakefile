@@ -15,7 +15,6 @@ if not workflow.config_settings.configfiles:
     configfile: "config/config.yaml"
 
 
-
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/partition.smk"
@@ -25,6 +24,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True

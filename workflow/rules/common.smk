@@ -13,7 +13,6 @@ import fedavail.report.spec as rs
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-
 # Snakemake reads config files with YAML 1.1 and lets a repeated key silently win. Re-read the same files strictly
 # (a repeated key is an error, 1e-3 is a number) and rebuild the config from them; --config KEY=VALUE still wins.
 try:

@@ -4,13 +4,13 @@
 rule download:
     output:
         manifest="data/raw/{dataset}/manifest.json",
-    # On a cluster, downloads run where Snakemake runs: compute nodes often have no internet.
-    localrule: True
-    wildcard_constraints:
-        dataset="|".join(fc.PAPER_DATASETS),
     log:
         "logs/download/{dataset}.log",
+    wildcard_constraints:
+        dataset="|".join(fc.PAPER_DATASETS),
     retries: 3
+    # On a cluster, downloads run where Snakemake runs: compute nodes often have no internet.
+    localrule: True
     conda:
         "../envs/fedavail.yaml"
     shell:
@@ -23,14 +23,14 @@ rule prepare_paper_dataset:
         manifest="data/raw/{dataset}/manifest.json",
     output:
         "data/prepared/{dataset}.pt",
-    wildcard_constraints:
-        dataset="|".join(fc.PAPER_DATASETS),
-    params:
-        spec=lambda w: fc.as_json(fc.dataset_spec(config, w.dataset)),
     log:
         "logs/prepare/{dataset}.log",
+    wildcard_constraints:
+        dataset="|".join(fc.PAPER_DATASETS),
     conda:
         "../envs/fedavail.yaml"
+    params:
+        spec=lambda w: fc.as_json(fc.dataset_spec(config, w.dataset)),
     shell:
         "fedavail prepare {wildcards.dataset:q} --raw-dir data/raw/{wildcards.dataset:q} --out {output:q} "
         "--spec {params.spec:q} > {log:q} 2>&1"
@@ -39,13 +39,13 @@ rule prepare_paper_dataset:
 rule prepare_bundled_dataset:
     output:
         "data/prepared/{dataset}.pt",
-    wildcard_constraints:
-        dataset="|".join(fc.BUNDLED_DATASETS),
-    params:
-        spec=lambda w: fc.as_json(fc.dataset_spec(config, w.dataset)),
     log:
         "logs/prepare/{dataset}.log",
+    wildcard_constraints:
+        dataset="|".join(fc.BUNDLED_DATASETS),
     conda:
         "../envs/fedavail.yaml"
+    params:
+        spec=lambda w: fc.as_json(fc.dataset_spec(config, w.dataset)),
     shell:
         "fedavail prepare {wildcards.dataset:q} --out {output:q} --spec {params.spec:q} > {log:q} 2>&1"

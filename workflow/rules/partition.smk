@@ -13,12 +13,12 @@ rule partition:
             category="Partitions",
             labels={"partition": "{partition}", "seed": "{seed}"},
         ),
-    params:
-        spec=lambda w: fc.as_json(fc.partition_spec(config, w.partition)),
     log:
         "logs/partition/{partition}/seed{seed}.log",
     conda:
         "../envs/fedavail.yaml"
+    params:
+        spec=lambda w: fc.as_json(fc.partition_spec(config, w.partition)),
     shell:
         "fedavail partition --prepared {input:q} --seed {wildcards.seed:q} --spec {params.spec:q} "
         "--out {output.npz:q} --stats {output.stats:q} --figure {output.figure:q} > {log:q} 2>&1"

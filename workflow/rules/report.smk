@@ -23,15 +23,15 @@ rule report_experiment:
             category="Figures",
             labels={"experiment": "{experiment}"},
         ),
+    log:
+        "logs/report/{experiment}.log",
     wildcard_constraints:
         experiment=names_pattern(config["experiments"]),
+    conda:
+        "../envs/fedavail.yaml"
     params:
         spec=lambda w: fc.as_json(fc.report_spec(config, w.experiment)),
         run_dirs=lambda w: run_dirs(w.experiment),
-    log:
-        "logs/report/{experiment}.log",
-    conda:
-        "../envs/fedavail.yaml"
     shell:
         "fedavail report --spec {params.spec:q} --run-dirs {params.run_dirs:q} --table-md {output.md:q} "
         "--table-csv {output.csv:q} --figure {output.figure:q} > {log:q} 2>&1"
@@ -57,16 +57,16 @@ rule report_paper_table:
         ),
         paper_tex="results/tables/{report}_paper.tex",
         paper_csv="results/tables/{report}_paper.csv",
+    log:
+        "logs/report_set/{report}.log",
     wildcard_constraints:
         report=names_pattern(rs.report_names(config, "paper_table")),
+    conda:
+        "../envs/fedavail.yaml"
     params:
         spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
         run_dirs=report_run_dirs,
         caption=report_caption,
-    log:
-        "logs/report_set/{report}.log",
-    conda:
-        "../envs/fedavail.yaml"
     shell:
         "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out md={output.md:q} "
         "tex={output.tex:q} csv={output.csv:q} paper_md={output.paper_md:q} paper_tex={output.paper_tex:q} "
@@ -85,16 +85,16 @@ rule report_table:
         ),
         tex="results/tables/{report}.tex",
         csv="results/tables/{report}.csv",
+    log:
+        "logs/report_set/{report}.log",
     wildcard_constraints:
         report=names_pattern(rs.report_names(config, "table")),
+    conda:
+        "../envs/fedavail.yaml"
     params:
         spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
         run_dirs=report_run_dirs,
         caption=report_caption,
-    log:
-        "logs/report_set/{report}.log",
-    conda:
-        "../envs/fedavail.yaml"
     shell:
         "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out md={output.md:q} "
         "tex={output.tex:q} csv={output.csv:q} > {log:q} 2>&1"
@@ -112,16 +112,16 @@ rule report_claims:
         ),
         tex="results/tables/{report}.tex",
         csv="results/tables/{report}.csv",
+    log:
+        "logs/report_set/{report}.log",
     wildcard_constraints:
         report=names_pattern(rs.report_names(config, "claims")),
+    conda:
+        "../envs/fedavail.yaml"
     params:
         spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
         run_dirs=report_run_dirs,
         caption=report_caption,
-    log:
-        "logs/report_set/{report}.log",
-    conda:
-        "../envs/fedavail.yaml"
     shell:
         "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out md={output.md:q} "
         "tex={output.tex:q} csv={output.csv:q} > {log:q} 2>&1"
@@ -139,16 +139,16 @@ rule report_figure:
         ),
         pdf="results/figures/{report}.pdf",
         csv="results/figures/{report}.csv",
+    log:
+        "logs/report_set/{report}.log",
     wildcard_constraints:
         report=names_pattern(rs.report_names(config, "figure")),
+    conda:
+        "../envs/fedavail.yaml"
     params:
         spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
         run_dirs=report_run_dirs,
         caption=report_caption,
-    log:
-        "logs/report_set/{report}.log",
-    conda:
-        "../envs/fedavail.yaml"
     shell:
         "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out png={output.png:q} "
         "pdf={output.pdf:q} csv={output.csv:q} > {log:q} 2>&1"

@@ -13,13 +13,13 @@ rule trace:
             category="Availability traces",
             labels={"trace": "{trace}", "seed": "{seed}"},
         ),
-    params:
-        spec=lambda w: fc.as_json(fc.trace_spec(config, w.trace)),
-        partition=trace_partition_option,
     log:
         "logs/trace/{trace}/seed{seed}.log",
     conda:
         "../envs/fedavail.yaml"
+    params:
+        spec=lambda w: fc.as_json(fc.trace_spec(config, w.trace)),
+        partition=trace_partition_option,
     shell:
         "fedavail trace {params.partition} --seed {wildcards.seed:q} --spec {params.spec:q} "
         "--out {output.npz:q} --figure {output.figure:q} > {log:q} 2>&1"

@@ -8,10 +8,10 @@ rule train:
     output:
         metrics="results/runs/{experiment}/{algorithm}/seed{seed}/metrics.parquet",
         summary="results/runs/{experiment}/{algorithm}/seed{seed}/summary.json",
-    params:
-        spec=lambda w: fc.as_json(fc.run_spec(config, w.experiment, w.algorithm, int(w.seed))),
-        execution=train_execution_options,
-        malloc=malloc_environment,
+    log:
+        "logs/train/{experiment}/{algorithm}/seed{seed}.log",
+    conda:
+        "../envs/fedavail.yaml"
     threads: EXECUTION["train_threads"]
     resources:
         # On clusters (profiles/slurm): one GPU unless the run is CPU-only (a GPU-less cluster overrides with
@@ -21,12 +21,12 @@ rule train:
         cpus_per_gpu=EXECUTION["train_threads"],
         mem_mb=train_mem_mb,
         runtime=train_runtime,
-    log:
-        "logs/train/{experiment}/{algorithm}/seed{seed}.log",
-    conda:
-        "../envs/fedavail.yaml"
+    params:
+        spec=lambda w: fc.as_json(fc.run_spec(config, w.experiment, w.algorithm, int(w.seed))),
+        execution=train_execution_options,
+        malloc=malloc_environment,
     shell:
         # malloc settings in the job's environment (fedavail.launcher): read once, when the process starts.
         "{params.malloc} fedavail train --prepared {input.prepared:q} --partition {input.partition:q} "
-        "--trace {input.trace:q} --out-dir \"$(dirname {output.metrics:q})\" --spec {params.spec:q} "
+        '--trace {input.trace:q} --out-dir "$(dirname {output.metrics:q})" --spec {params.spec:q} '
         "{params.execution} --gpu-slots .snakemake/fedavail-gpu-slots > {log:q} 2>&1"

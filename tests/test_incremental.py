@@ -6,6 +6,7 @@ import os
 import pytest
 import yaml
 
+from fedavail.plan import grid
 from tiny_run import copy_finished_run, planned_jobs, private_src
 from workflow_helpers import REPO
 
@@ -37,7 +38,7 @@ def run(tmp_path):
 
 def edit_config(workdir, edit):
     path = workdir / "config/test.yaml"
-    config = yaml.safe_load(path.read_text())
+    config = grid.load([path])
     edit(config)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-import yaml
 
 import fedavail.config as fc
 from fedavail.availability.traces import make_trace
+from fedavail.plan import grid
 from fedavail.report import spec, toy
 
 from workflow_helpers import REPO, copy_workflow, snakemake
@@ -54,7 +54,7 @@ def test_paper_config_dry_run_lists_every_job(dry_runs, name):
     output, seconds = dry_runs[name]
     counts = job_counts(output)
     assert counts == EXPECTED[name], counts
-    config = yaml.safe_load((REPO / f"config/{name}.yaml").read_text())
+    config = grid.load([REPO / f"config/{name}.yaml"])
     assert counts["train"] == len(fc.runs(config))
     assert counts["report_experiment"] == len(config["experiments"])
     assert "This was a dry-run" in output
@@ -63,14 +63,14 @@ def test_paper_config_dry_run_lists_every_job(dry_runs, name):
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_paper_config_reports_are_valid(name):
-    config = yaml.safe_load((REPO / f"config/{name}.yaml").read_text())
+    config = grid.load([REPO / f"config/{name}.yaml"])
     for report_name, report in config["reports"].items():
         spec.validate_report(report_name, report, config)
     spec.validate_outputs(config)
 
 
 def test_fedswe_config_follows_the_paper():
-    config = yaml.safe_load((REPO / "config/fedswe.yaml").read_text())
+    config = grid.load([REPO / "config/fedswe.yaml"])
     table2 = [config["experiments"][e] for e in config["reports"]["table2"]["experiments"]]
     assert len(table2) == 9 and all(len(e["algorithms"]) == 10 for e in table2)
     assert all(e["training"]["rounds"] == 2000 and e["training"]["local"]["schedule"] == "sqrt_decay" for e in table2)

@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from fedavail.plan import grid
 from workflow_helpers import REPO, copy_workflow, snakemake
 
 
@@ -41,7 +42,7 @@ def test_lint_passes():
 
 
 def _config_with(tmp_path, edit):
-    config = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    config = grid.load([REPO / "config/test.yaml"])
     edit(config)
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(config))

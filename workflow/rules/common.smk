@@ -8,6 +8,7 @@ import sys
 import fedavail.config as fc
 import fedavail.config_yaml as fy
 import fedavail.integrity as fi
+import fedavail.plan.grid as fg
 from fedavail.launcher import malloc_assignments
 import fedavail.report.spec as rs
 from snakemake.exceptions import WorkflowError
@@ -15,8 +16,10 @@ from snakemake.utils import validate
 
 # Snakemake reads config files with YAML 1.1 and lets a repeated key silently win. Re-read the same files strictly
 # (a repeated key is an error, 1e-3 is a number) and rebuild the config from them; --config KEY=VALUE still wins.
+# Grids and algorithm sets are then expanded into plain entries, so the schema and the checks see only those.
 try:
-    strict_config = fy.merge(fy.load_config_files(workflow.configfiles), dict(workflow.config_settings.config))
+    merged_config = fy.merge(fy.load_config_files(workflow.configfiles), dict(workflow.config_settings.config))
+    strict_config = fg.expand(merged_config)
 except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 config.clear()

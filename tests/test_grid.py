@@ -1,0 +1,144 @@
+"""Grid entries, algorithm sets and experiment patterns (fedavail.plan.grid): the paper configs written with them
+expand to exactly the runs they had when written out by hand, and every malformed grid is an error naming its key."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import fedavail.config as fc
+from fedavail.plan.grid import expand, load
+
+from workflow_helpers import REPO
+
+FIXTURES = Path(__file__).parent / "data"
+
+
+def run_set(config: dict) -> dict:
+    """Everything the jobs of a config depend on: each run's spec, each experiment's seeds and resolved partition
+    and trace, and the reports. Run specs are stored once each (most runs share one but for their names and seed)."""
+    specs, runs = {}, {}
+    for run in fc.runs(config):
+        spec = json.loads(fc.as_json(fc.run_spec(config, run.experiment, run.algorithm, run.seed)))
+        assert (spec.pop("experiment"), spec.pop("algorithm_id"), spec.pop("seed")) == tuple(vars(run).values())
+        runs[run.directory] = fc.as_json(spec)
+    shared = sorted(set(runs.values()))
+    experiments = {
+        name: {"seeds": fc.experiment_seeds(config, name), "partition": e["partition"], "trace": e["trace"],
+               "partition_spec": fc.partition_spec(config, e["partition"]),
+               "trace_spec": fc.trace_spec(config, e["trace"])}
+        for name, e in config["experiments"].items()}
+    return {"runs": {directory: shared.index(spec) for directory, spec in runs.items()},
+            "specs": [json.loads(spec) for spec in shared], "experiments": experiments,
+            "reports": config.get("reports")}
+
+
+@pytest.mark.parametrize("name", ["fast", "fedswe"])
+def test_paper_config_expands_to_its_recorded_run_set(name):
+    recorded = json.loads((FIXTURES / f"paper_runs_{name}.json").read_text())
+    expanded = run_set(load([REPO / f"config/{name}.yaml"]))
+    assert expanded["experiments"] == recorded["experiments"]
+    assert expanded["reports"] == recorded["reports"]
+    assert expanded["specs"] == recorded["specs"]
+    assert expanded["runs"] == recorded["runs"]
+
+
+def test_a_config_without_grids_or_sets_is_unchanged():
+    config = load([REPO / "config/test.yaml"])
+    assert expand(config) == config
+
+
+def test_grid_cells_are_the_product_of_the_axes_named_by_the_template(tmp_path):
+    path = tmp_path / "grid.yaml"
+    path.write_text(
+        'partitions:\n'
+        '  mnist_a{alpha}: {grid: {alpha: [0.1, 1]}, dataset: mnist5k, scheme: dirichlet, alpha: "{alpha}"}\n'
+        '  digits_iid: {dataset: digits, scheme: iid}\n'
+        'experiments:\n'
+        '  e_a{alpha}_{trace}:\n'
+        '    grid:\n'
+        '      alpha: {0.1: {training: {rounds: 5}}, 1: {}}\n'
+        '      trace: {slow: {training: {rounds: 9}}, fast: {}}\n'
+        '    partition: "mnist_a{alpha}"\n'
+        '    trace: "{trace}"\n'
+        '    note: "α = {alpha} on {trace}, {{literal}}"\n'
+        '    training: {rounds: 7, last_n: 1}\n')
+    config = load([path])
+    assert config["partitions"] == {
+        "mnist_a0.1": {"dataset": "mnist5k", "scheme": "dirichlet", "alpha": 0.1},
+        "mnist_a1": {"dataset": "mnist5k", "scheme": "dirichlet", "alpha": 1},
+        "digits_iid": {"dataset": "digits", "scheme": "iid"}}
+    experiments = config["experiments"]
+    assert list(experiments) == ["e_a0.1_slow", "e_a0.1_fast", "e_a1_slow", "e_a1_fast"]  # first axis outermost
+    # Overrides are deep-merged, a later axis winning; other keys of the same mapping stay.
+    assert {name: e["training"] for name, e in experiments.items()} == {
+        "e_a0.1_slow": {"rounds": 9, "last_n": 1}, "e_a0.1_fast": {"rounds": 5, "last_n": 1},
+        "e_a1_slow": {"rounds": 9, "last_n": 1}, "e_a1_fast": {"rounds": 7, "last_n": 1}}
+    assert experiments["e_a1_fast"] == {"partition": "mnist_a1", "trace": "fast", "note": "α = 1 on fast, {literal}",
+                                        "training": {"rounds": 7, "last_n": 1}}
+
+
+def test_algorithm_sets_nest_and_expand_in_experiments_and_reports():
+    config = expand({
+        "algorithms": {name: {"algorithm": "fedavg"} for name in ("a", "b", "c", "d")},
+        "algorithm_sets": {"ab": ["a", "b"], "abc": ["ab", "c"]},
+        "experiments": {"x": {"algorithms": "abc"}, "y": {"algorithms": ["d", "ab"]}},
+        "reports": {"r": {"experiments": ["x"], "algorithms": ["c", "ab"]}}})
+    assert "algorithm_sets" not in config
+    assert config["experiments"] == {"x": {"algorithms": ["a", "b", "c"]}, "y": {"algorithms": ["d", "a", "b"]}}
+    assert config["reports"]["r"]["algorithms"] == ["c", "a", "b"]
+
+
+def test_report_experiments_take_patterns_and_exclusions_in_config_order():
+    names = ["f_a1_uniform", "f_a1_beta", "f_a2_uniform", "f_a2_beta", "c_a1_beta"]
+    config = expand({"experiments": {name: {} for name in names},
+                     "reports": {"r": {"experiments": ["c_a1_beta", "f_*", "!*_uniform"]},
+                                 "plain": {"experiments": ["f_a2_beta", "f_a1_beta"]}}})
+    assert config["reports"]["r"]["experiments"] == ["c_a1_beta", "f_a1_beta", "f_a2_beta"]
+    assert config["reports"]["plain"]["experiments"] == ["f_a2_beta", "f_a1_beta"]
+
+
+ALGORITHMS = {"fedavg": {"algorithm": "fedavg"}, "fedprox": {"algorithm": "fedprox"}}
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"experiments": {"e_{alpha}": {"grid": {"a": [1]}}}},
+     "experiments.e_{alpha}: the name uses {alpha}, which is not an axis of its grid (axes: ['a'])"),
+    ({"experiments": {"e_{a}": {"grid": {"a": [1]}, "partition": "p_{alhpa}"}}},
+     "experiments.e_{a}.partition: 'p_{alhpa}' uses {alhpa}, which is not an axis of the grid"),
+    ({"experiments": {"e_{a}": {"partition": "p"}}}, "experiments.e_{a}: a name with {fields} is a grid"),
+    ({"experiments": {"e": {"grid": {"a": [1]}}}}, "experiments.e.grid: a grid entry's name needs a field per axis"),
+    ({"experiments": {"e_{a}": {"grid": {"a": [1], "b": [1, 2]}}}},
+     "experiments.e_{a}: two cells are named 'e_1'; the name needs a field for every axis"),
+    ({"traces": {"t_{a}": {"grid": {"a": [1, 2]}}, "t_2": {}}},
+     "traces.t_2: produces traces.t_2, which traces.t_{a} also defines"),
+    ({"partitions": {"p_{a}": {"grid": {"a": {"0.05": {"alpha": 0.05}, "x": 3}}}}},
+     "partitions.p_{a}.grid.a.x: overrides must be a mapping"),
+    ({"partitions": {"p_{a}": {"grid": {"a": {"0.05": None}}}}},
+     "partitions.p_{a}.grid.a.0.05: give the overrides as a mapping ({} for none)"),
+    ({"partitions": {"p_{a}": {"grid": {"a": []}}}}, "partitions.p_{a}.grid.a: an axis needs at least one value"),
+    ({"partitions": {"p_{a}": {"grid": {"a": [True]}}}}, "partitions.p_{a}.grid.a: axis value True must be"),
+    ({"partitions": {"p_{a": {"grid": {"a": [1]}}}}, "partitions.p_{a: 'p_{a' is not a valid template"),
+    ({"algorithms": ALGORITHMS, "experiments": {"e": {"algorithms": "fast_al"}}},
+     "experiments.e.algorithms: 'fast_al' is not an algorithm set (sets: [])"),
+    ({"algorithms": ALGORITHMS, "algorithm_sets": {"s": ["fedavg", "fedsgd"]},
+      "experiments": {"e": {"algorithms": "s"}}},
+     "experiments.e.algorithms: 'fedsgd' is neither an algorithm nor an algorithm set"),
+    ({"algorithms": ALGORITHMS, "algorithm_sets": {"s": ["t"], "t": ["s"]}, "experiments": {"e": {"algorithms": "s"}}},
+     "algorithm_sets.s: the set contains itself (s -> t -> s)"),
+    ({"algorithms": ALGORITHMS, "algorithm_sets": {"fedavg": ["fedprox"]}},
+     "algorithm_sets.fedavg: 'fedavg' is also an algorithm's name"),
+    ({"algorithms": ALGORITHMS, "algorithm_sets": {"s": ["fedavg"]},
+      "experiments": {"e": {"algorithms": ["s", "fedavg"]}}},
+     "experiments.e.algorithms: fedavg listed more than once after expanding algorithm sets"),
+    ({"experiments": {"x_1": {}}, "reports": {"r": {"experiments": ["y_*"]}}},
+     "reports.r.experiments: pattern 'y_*' matches no experiment"),
+    ({"experiments": {"x_1": {}}, "reports": {"r": {"experiments": ["x_*", "!*_2"]}}},
+     "reports.r.experiments: '!*_2' excludes nothing listed before it"),
+    ({"experiments": {"x_1": {}}, "reports": {"r": {"experiments": ["x_1", "x_*"]}}},
+     "reports.r.experiments: x_1 listed more than once after expanding patterns"),
+])
+def test_malformed_grids_and_sets_are_errors_naming_the_key(config, message):
+    with pytest.raises(fc.ConfigError) as error:
+        expand(config)
+    assert str(error.value).startswith(message), str(error.value)

@@ -186,18 +186,18 @@ def _with_patterns(key: str, report, experiments: list[str]):
         return report
     selected = []
     for item in report["experiments"]:
-        if not isinstance(item, str) or not any(c in item for c in GLOB_CHARACTERS + "!"):
-            selected.append(item)
-        elif item.startswith("!"):
+        if isinstance(item, str) and item.startswith("!"):
             kept = [name for name in selected if not fnmatchcase(name, item[1:])]
             if len(kept) == len(selected):
                 raise ConfigError(f"{key}.experiments: {item!r} excludes nothing listed before it")
             selected = kept
-        else:
+        elif isinstance(item, str) and any(c in item for c in GLOB_CHARACTERS):
             matches = [name for name in experiments if fnmatchcase(name, item)]
             if not matches:
                 raise ConfigError(f"{key}.experiments: pattern {item!r} matches no experiment")
             selected += matches
+        else:
+            selected.append(item)
     _no_repeats(f"{key}.experiments", selected, "after expanding patterns")
     return {**report, "experiments": selected}
 

@@ -57,6 +57,8 @@ def _config_with(tmp_path, edit):
     (lambda c: c["experiments"]["tiny"].update(algorithms=["fedavg_active", "nope"]), "nope"),
     (lambda c: c["algorithms"]["fedavg_active"].update(weighting="sometimes"), "weighting"),
     (lambda c: c["experiments"]["tiny"]["training"].update(rounds=50), "rounds"),
+    (lambda c: c["experiments"].update({"tiny_{x}": {**c["experiments"]["tiny"], "grid": {"a": [1]}}}),
+     "experiments.tiny_{x}: the name uses {x}, which is not an axis"),
 ])
 def test_invalid_config_is_rejected_naming_the_key(tmp_path, edit, key):
     workdir = copy_workflow(tmp_path / "wf")

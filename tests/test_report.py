@@ -3,6 +3,8 @@ comparison, and every output file of every kind (tables and figures)."""
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -400,6 +402,15 @@ def test_the_schema_lists_the_report_kinds_and_common_keys_of_the_specs():
     assert entry["properties"]["kind"]["enum"] == sorted(reports.KINDS)
     assert set(entry["properties"]) == {f.name for f in dataclasses.fields(reports.Report)}
     assert entry["required"] == ["kind"]
+
+
+def test_report_specs_load_without_torch_pandas_or_the_report_code():
+    code = ("import sys, fedavail.config, fedavail.plan.captions, fedavail.plan.reports; "
+            "print(sorted(m for m in ('pandas', 'fedavail.report') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+    code = "import sys, fedavail.plan.captions, fedavail.plan.reports; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
 def test_a_report_may_share_an_experiment_name():

@@ -19,8 +19,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fedavail.plan.claims import MODELS, parse_claims, referenced
-from fedavail.plan.local import DEFAULT_STEPS
+from fedavail.plan.claims import check_cells, parse_claims, referenced
 
 # What an experiment is, in the words the tables, figures and published values use (fedavail.report.frame columns).
 ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds", "trace_model", "dynamics", "gamma",
@@ -48,6 +47,17 @@ class Report:
 
     def check(self, config: dict) -> None:
         """Raise ValueError("<key>: ...") for what the types cannot say."""
+        self._check_positive()
+        self._check_experiments(config)
+        self._check_layout(config)
+
+    def _check_positive(self) -> None:
+        for key in self.POSITIVE:
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ValueError(f"{key}: must be a positive integer, got {value!r}")
+
+    def _check_experiments(self, config: dict) -> None:
         if not self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} needs at least one experiment")
         for experiment in self.experiments:
@@ -57,11 +67,6 @@ class Report:
         for algorithm in self.algorithms or ():
             if algorithm not in offered:
                 raise ValueError(f"algorithms: {algorithm!r} is run by none of the report's experiments")
-        for key in self.POSITIVE:
-            value = getattr(self, key)
-            if value is not None and value < 1:
-                raise ValueError(f"{key}: must be a positive integer, got {value!r}")
-        self._check_layout(config)
 
     def _check_layout(self, config: dict) -> None:
         placed = {}
@@ -217,6 +222,7 @@ class Toy(Report):
     def check(self, config: dict) -> None:
         if self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} computes its figure exactly and uses no experiments")
+        self._check_positive()
         if len(self.u) != 2:
             raise ValueError(f"u: two numbers, got {self.u!r}")
 
@@ -249,9 +255,6 @@ class ToyInterpolation(Toy):
         super().check(config)
         if not self.k or min(self.k) < 0:
             raise ValueError(f"k: a list of numbers >= 0, got {self.k!r}")
-        for key in self.POSITIVE:
-            if getattr(self, key) < 1:
-                raise ValueError(f"{key}: a positive integer, got {getattr(self, key)!r}")
         for key in ("lr", "global_lr"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"{key}: a positive number, got {getattr(self, key)!r}")
@@ -265,17 +268,14 @@ class Claims(Report):
     POSITIVE = ("last_n",)
 
     def check(self, config: dict) -> None:
-        super().check(config)
         for i, claim in enumerate(parse_claims(self.claims)):
-            for cell in _cells(claim["check"]):
+            for cell in check_cells(claim["check"]):
                 experiment, algorithm = cell["experiment"], cell["algorithm"]
+                if experiment not in config["experiments"]:
+                    raise ValueError(f"claims[{i}]: experiment {experiment!r} is not defined under 'experiments'")
                 if algorithm not in config["experiments"][experiment]["algorithms"]:
                     raise ValueError(f"claims[{i}]: experiment {experiment!r} does not run algorithm {algorithm!r}")
-
-
-def _cells(check: dict) -> list[dict]:
-    return [c for part in check["parts"] for c in _cells(part)] if check["kind"] == "all_of" else [
-        *check["cells"].values()]
+        super().check(config)
 
 
 KINDS = {"fedswe_table": FedsweTable, "sweep": Sweep, "rounds_to_target": RoundsToTarget, "fast_table": FastTable,
@@ -350,18 +350,10 @@ def _parse(raw: dict, config: dict) -> Report:
             if key in raw:
                 raise ValueError(f"{key}: kind 'claims' reads the experiments and algorithms its claims name; "
                                  "do not list them")
-        _check_claim_cells(raw["claims"], config)
         experiments, algorithms = referenced(raw["claims"])
         report = dataclasses.replace(report, experiments=experiments, algorithms=algorithms)
     report.check(config)
     return report
-
-
-def _check_claim_cells(claims, config: dict) -> None:
-    for i, claim in enumerate(parse_claims(claims)):
-        for cell in _cells(claim["check"]):
-            if cell["experiment"] not in config["experiments"]:
-                raise ValueError(f"claims[{i}]: experiment {cell['experiment']!r} is not defined under 'experiments'")
 
 
 def parse_reports(config: dict) -> dict[str, Report]:

@@ -44,8 +44,12 @@ def canonical(run) -> str:
         return f"fedswe_k{_number(option('k'))}"
     if name == "fast":
         schedule = option("schedule")
-        tail = {"adaptive": lambda: f"ada{_number(option('lam'))}", "every": lambda: f"I{int(option('interval'))}"}.get(
-            schedule, lambda: f"q{_number(option('q'))}")()
+        if schedule == "adaptive":
+            tail = f"ada{_number(option('lam'))}"
+        elif schedule == "every":
+            tail = f"I{int(option('interval'))}"
+        else:
+            tail = f"q{_number(option('q'))}"
         base = option("base")
         return f"fast_{tail}" if base == "fedavg" else f"fastplus_{base}_{tail}"
     return name

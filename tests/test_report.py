@@ -388,6 +388,7 @@ def test_canonical_identities_read_the_resolved_hyperparameters():
     ({"kind": "k_sweep", "experiments": ["e"], "algorithms": ["avg"]}, "parameter"),
     ({"kind": "fast_table", "experiments": ["e"], "last": 0}, r"reports\.r\.last: must be a positive integer"),
     ({"kind": "curves", "experiments": ["e"], "log_y": "yes"}, r"reports\.r\.log_y: must be true or false"),
+    ({"kind": "fedswe_table", "experiments": ["e"], "decimals": -1}, r"reports\.r\.decimals: must be >= 0"),
     ({"kind": "fedswe_table", "experiments": "e"}, r"reports\.r\.experiments: must be a list of a string"),
 ])
 def test_invalid_reports_are_rejected_naming_the_key(report, message):

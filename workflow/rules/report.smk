@@ -79,7 +79,7 @@ use rule report_table as report_experiment with:
         "logs/experiments/{experiment}.log",
 
 
-use rule report_table as runs_frame with:
+use rule report_table as report_runs with:
     output:
         parquet=rp.RUNS_FRAME,
     log:

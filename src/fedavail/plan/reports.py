@@ -56,6 +56,8 @@ class Report:
             value = getattr(self, key)
             if value is not None and value < 1:
                 raise ValueError(f"{key}: must be a positive integer, got {value!r}")
+        if getattr(self, "decimals", 0) < 0:
+            raise ValueError(f"decimals: must be >= 0, got {self.decimals!r}")
 
     def _check_experiments(self, config: dict) -> None:
         if not self.experiments:

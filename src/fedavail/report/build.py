@@ -62,7 +62,7 @@ def make_report(job: dict, run_dirs: list, outputs: dict) -> None:
         _write_csv(data, outputs["csv"])
         return
     if kind == "experiment":
-        save(experiment_figure(job, frame)[0], Path(outputs["png"]))
+        save(experiment_figure(job, frame), Path(outputs["png"]))
     table, data = {**TABLE_BUILDERS, "claims": claims_table}[kind](job, frame)
     if "eval_model" in job["report"]:
         table.footnotes.append(SCORED_MODEL[job["report"]["eval_model"]] + ".")

@@ -111,7 +111,7 @@ def k_sweep(job: dict, frame: pd.DataFrame):
                         transform=bottom.transAxes)
         for ax in (top, bottom):
             ax.set_xscale("symlog", linthresh=1.0)
-            ax.set_xlabel(f"interpolation coefficient {parameter}")
+            ax.set_xlabel({"k": "interpolation coefficient k"}.get(parameter, parameter))
         top.set(title=_experiment_title(frame, experiment), ylabel=f"test accuracy (%), last {s['last_n']} rounds")
         bottom.set_ylabel(f"rounds to {100 * target:g}% test accuracy")
     fig.suptitle(title(job))
@@ -135,12 +135,13 @@ def grid(job: dict, frame: pd.DataFrame):
     values = pd.concat([runs.merge(tidy.window_mean(frame, m, s["last_n"]), on=tidy.RUN).assign(metric=m)
                         for m in ("train_acc", "test_acc")], ignore_index=True)
     values["value"] *= 100
-    values[f"{hue} "] = [attribute_label(hue, v) for v in values[hue]]
+    values["series"] = [attribute_label(hue, v) for v in values[hue]]
     fig, axes = _panels(2)
     many = values["algorithm"].nunique() > 1
     for ax, metric in zip(axes[0], ("train_acc", "test_acc")):
-        sns.lineplot(data=values[values["metric"] == metric], x=x, y="value", hue=f"{hue} ", marker="o",
+        sns.lineplot(data=values[values["metric"] == metric], x=x, y="value", hue="series", marker="o",
                      style="label" if many else None, errorbar="sd", err_style="bars", ax=ax)
+        ax.legend(title=hue, fontsize=8)
         ax.set(xlabel=attribute_label(x, "").rstrip(" =") or x, ylabel=metric_label(metric),
                title=f"{metric_label(metric).removesuffix(' (%)')}, last {s['last_n']} rounds")
     fig.suptitle(title(job))
@@ -152,12 +153,13 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
     algorithms without snapshot rounds sit at Ratio = 100%."""
     _, sns = _plt()
     s = job["report"]
-    accuracy = tidy.over_seeds(tidy.last_values(frame, "test_acc", s["last"]), ["experiment", "algorithm"], 100)
-    ratio = tidy.over_seeds(tidy.arbitrary_ratio(frame), ["experiment", "algorithm"], 100)
-    data = tidy.describe_runs(frame)[["experiment", "algorithm", "label", "diverged"]].merge(
-        accuracy.rename(columns={"mean": "acc_mean", "std": "acc_std"})[["experiment", "algorithm", "acc_mean",
-                                                                          "acc_std"]], on=["experiment", "algorithm"])
-    data = data.assign(snapshots=np.isfinite(ratio["mean"]).to_numpy(), ratio=ratio["mean"].fillna(100.0).to_numpy())
+    keys = ["experiment", "algorithm"]
+    accuracy = tidy.over_seeds(tidy.last_values(frame, "test_acc", s["last"]), keys, 100)
+    ratio = tidy.over_seeds(tidy.arbitrary_ratio(frame), keys, 100)
+    data = tidy.describe_runs(frame)[[*keys, "label", "diverged"]].merge(
+        accuracy.rename(columns={"mean": "acc_mean", "std": "acc_std"})[[*keys, "acc_mean", "acc_std"]], on=keys,
+        how="left").merge(ratio.rename(columns={"mean": "ratio"})[[*keys, "ratio"]], on=keys, how="left")
+    data = data.assign(snapshots=np.isfinite(data["ratio"]), ratio=data["ratio"].fillna(100.0))
     colors = dict(zip(data["label"].unique(), sns.color_palette("tab10", data["label"].nunique())))
     fig, axes = _panels(len(s["experiments"]))
     for ax, experiment in zip(axes[0], s["experiments"]):
@@ -188,7 +190,7 @@ def experiment_figure(job: dict, frame: pd.DataFrame):
     ax.legend(title="algorithm")
     ax.set(xlabel="round", ylabel="test accuracy (%)",
            title=f"{job['name']}: test accuracy of the server model per round (mean ± std over seeds)")
-    return fig, evaluated
+    return fig
 
 
 def toy_heterogeneity(job: dict, frame=None):

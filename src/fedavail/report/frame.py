@@ -167,12 +167,10 @@ def sampled(frame: pd.DataFrame, column: str, every: int | None) -> pd.DataFrame
     return pd.concat(pieces, ignore_index=True) if pieces else frame.iloc[0:0][[*RUN, "round"]].assign(value=np.nan)
 
 
-def first_reaching(curve: pd.DataFrame, target: float, by) -> pd.Series:
-    """Per group: the first round whose value reaches `target` (NaN if none)."""
-    hits = curve[curve["value"] >= target - 1e-12]
-    first = hits.groupby(by, sort=False)["round"].min()
-    return first.reindex(pd.MultiIndex.from_frame(curve[by].drop_duplicates()) if len(by) > 1
-                         else curve[by[0]].drop_duplicates()).astype(float)
+def first_reaching(curve: pd.DataFrame, target: float, by: list[str]) -> pd.Series:
+    """Per group of `by`: the first round whose value reaches `target` (NaN if none)."""
+    reached = curve["round"].where(curve["value"] >= target - 1e-12)
+    return reached.groupby([curve[k] for k in by], sort=False).min().astype(float)
 
 
 def over_seeds(values: pd.DataFrame, by: list[str], scale: float = 1.0) -> pd.DataFrame:
@@ -180,6 +178,11 @@ def over_seeds(values: pd.DataFrame, by: list[str], scale: float = 1.0) -> pd.Da
     grouped = (values["value"] * scale).groupby([values[k] for k in by], sort=False, dropna=False)
     return pd.DataFrame({"mean": grouped.mean(), "std": grouped.std(ddof=0), "seeds": grouped.size(),
                          "finite": grouped.count()}).reset_index()
+
+
+SETTINGS_KEPT = ("experiment", "algorithm", "identity", "label", "group", "order", "dataset", "dynamics", "alpha",
+                 "gamma", "rounds", "num_clients", "scheme", "trace_model", "period", "low", "p", "distribution",
+                 "window", "inner", "last_n")
 
 
 def describe_runs(frame: pd.DataFrame) -> pd.DataFrame:
@@ -191,8 +194,3 @@ def describe_runs(frame: pd.DataFrame) -> pd.DataFrame:
     cells = runs.drop_duplicates(["experiment", "algorithm"]).drop(columns=["seed", "round"])
     cells = cells.drop(columns=[c for c in cells if c not in SETTINGS_KEPT])
     return cells.assign(diverged=[text.get((e, a), "") for e, a in zip(cells["experiment"], cells["algorithm"])])
-
-
-SETTINGS_KEPT = ("experiment", "algorithm", "identity", "label", "group", "order", "dataset", "dynamics", "alpha",
-                 "gamma", "rounds", "num_clients", "scheme", "trace_model", "period", "low", "p", "distribution",
-                 "window", "inner", "last_n")

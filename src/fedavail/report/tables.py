@@ -230,8 +230,8 @@ def experiment_table(job: dict, frame: pd.DataFrame) -> tuple:
     for r in data.itertuples():
         note = f"† diverged: {r.diverged_at}" if r.diverged_at else ""
         if r.test_acc_mean == r.test_acc_mean:
-            test, train = mean_std_text(100 * r.test_acc_mean, 100 * r.test_acc_std, 2, r.diverged_at), \
-                f"{100 * r.train_acc_mean:.2f}"
+            test = mean_std_text(100 * r.test_acc_mean, 100 * r.test_acc_std, 2, r.diverged_at)
+            train = f"{100 * r.train_acc_mean:.2f}"
         else:  # no run of this algorithm was evaluated in its last rounds
             test = train = f"diverged ({r.diverged_at})" if note else "—"
         table.rows.append([r.algorithm, test, train, str(r.seeds), note])

@@ -1,7 +1,9 @@
 """What a report job shows and what was run, in words: the caption of its files in the HTML report (the Snakefile
 builds it while building the DAG, so no pandas here) and the scored-model footnote of its tables."""
 
-from fedavail.plan.local import DEFAULT_STEPS
+from dataclasses import fields
+
+from fedavail.plan.local import DEFAULT_STEPS, LocalOptions
 from fedavail.plan.reports import attributes
 
 DESCRIPTIONS = {
@@ -55,13 +57,11 @@ SCORED_MODEL = {
 
 
 def _describe_local(local: dict) -> str:
-    work = f"{local['epochs']} local epoch(s)" if local.get("epochs") else f"{local.get('steps', DEFAULT_STEPS)} local steps"
-    if local.get("max_steps"):
-        work += f" (at most {local['max_steps']} steps)"
-    optimizer = local.get("optimizer", "sgd")
-    if local.get("optimizer_state") == "persistent":
-        optimizer += ", state kept across rounds"
-    return f"{work}, {optimizer}"
+    o = {**{f.name: f.default for f in fields(LocalOptions)}, **local}
+    work = f"{o['epochs']} local epoch(s)" if o["epochs"] else f"{o['steps'] or DEFAULT_STEPS} local steps"
+    if o["max_steps"]:
+        work += f" (at most {o['max_steps']} steps)"
+    return f"{work}, {o['optimizer']}" + (", state kept across rounds" if o["optimizer_state"] == "persistent" else "")
 
 
 def describe_experiment(name: str, info: dict) -> str:

@@ -191,6 +191,5 @@ def describe_runs(frame: pd.DataFrame) -> pd.DataFrame:
     diverged = runs.dropna(subset=["diverged_at"]).sort_values("seed").groupby(["experiment", "algorithm"])
     text = diverged.apply(lambda g: "; ".join(f"seed {int(s)} at round {int(r)}" for s, r in
                                               zip(g["seed"], g["diverged_at"])), include_groups=False)
-    cells = runs.drop_duplicates(["experiment", "algorithm"]).drop(columns=["seed", "round"])
-    cells = cells.drop(columns=[c for c in cells if c not in SETTINGS_KEPT])
+    cells = runs.drop_duplicates(["experiment", "algorithm"])[[c for c in SETTINGS_KEPT if c in runs]]
     return cells.assign(diverged=[text.get((e, a), "") for e, a in zip(cells["experiment"], cells["algorithm"])])

@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 
 import fedavail.config as fc
-from fedavail.report import build, claims, runs, spec
+from fedavail.plan import captions, reports
+from fedavail.report import build, claims
+from fedavail.report import frame as tidy
 
 from test_report import ALGS, config_with, constant, write_run
 
@@ -50,11 +52,10 @@ def _claim(check, words="a claim"):
 def _verdicts(tmp_path, checks, seeds=(0, 1), diverged=(), **settings):
     report = {"kind": "claims", "claims": [_claim(c, f"claim {i}") for i, c in enumerate(checks)], **settings}
     config = _config(report, seeds)
-    spec.validate_report("c", report, config)
-    job = json.loads(fc.as_json(spec.job_spec(config, "c")))
-    dirs = [tmp_path / d for d in spec.run_dirs(config, "c")]
+    job = json.loads(fc.as_json(reports.report_job(config, "c")))
+    dirs = [tmp_path / d for d in reports.run_dirs(job)]
     _write(tmp_path, seeds, diverged)
-    table, frame, _ = claims.claims_table(job, runs.load(dirs))
+    table, frame = claims.claims_table(job, tidy.view(job, tidy.load(job, dirs)))
     return frame, table
 
 
@@ -113,17 +114,17 @@ def test_the_report_writes_its_table_and_reads_only_the_cells_it_names(tmp_path,
     report = {"kind": "claims", "title": "Claims", "claims": [_claim({"greater": ["gamma/ada", "gamma/avg"]},
                                                                      "adaptive FAST beats FedAvg")]}
     config = _config(report)
-    spec.validate_report("c", report, config)
-    assert spec.output_paths("c", "claims") == {"md": "results/tables/c.md", "tex": "results/tables/c.tex",
-                                                 "csv": "results/tables/c.csv"}
-    assert spec.report_names(config, "claims") == ["c"] and spec.report_names(config, "table") == []
-    assert spec.run_dirs(config, "c") == [f"results/runs/gamma/{a}/seed{s}" for a in ("ada", "avg") for s in (0, 1)]
-    job = json.loads(fc.as_json(spec.job_spec(config, "c")))
-    assert "holds, fails, or not resolved" in spec.caption(job)
+    parsed = reports.parse_report("c", report, config)
+    assert reports.report_outputs("c", parsed) == {"md": "results/reports/c/table.md",
+                                                   "tex": "results/reports/c/table.tex",
+                                                   "csv": "results/reports/c/table.csv"}
+    job = json.loads(fc.as_json(reports.report_job(config, "c")))
+    assert reports.run_dirs(job) == [f"results/runs/gamma/{a}/seed{s}" for a in ("ada", "avg") for s in (0, 1)]
+    assert "holds, fails, or not resolved" in captions.caption(job)
     _write(tmp_path)
     monkeypatch.chdir(tmp_path)
-    outputs = {k: tmp_path / v for k, v in spec.output_paths("c", "claims").items()}
-    build.make_report(job, spec.run_dirs(config, "c"), outputs)
+    outputs = {k: tmp_path / v for k, v in reports.report_outputs("c", parsed).items()}
+    build.make_report(job, reports.run_dirs(job), outputs)
     markdown = outputs["md"].read_text()
     assert "| claim | source | our numbers | verdict |" in markdown
     assert "| adaptive FAST beats FedAvg | FedSWE Table 2 |" in markdown and markdown.rstrip().endswith("|")

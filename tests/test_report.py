@@ -1,14 +1,21 @@
 """Cross-experiment reports on synthetic runs: the numbers of every table kind, the ranking marks, the paper
 comparison, and every output file of every kind (tables and figures)."""
 
+import dataclasses
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 import fedavail.config as fc
-from fedavail.report import build, compare, labels, render, runs, spec, tables
+from fedavail.plan import captions, reports
+from fedavail.report import build, compare, labels, render, tables
+from fedavail.report import frame as tidy
 
 ROUNDS = 100
 
@@ -63,28 +70,59 @@ def constant(value):
     return lambda t: value
 
 
+def _job(config, name, dirs):
+    """(job spec, the report's view of its runs), the spec passed through JSON as the rule passes it."""
+    job = json.loads(fc.as_json(reports.report_job(config, name)))
+    return job, tidy.view(job, tidy.load(job, dirs))
+
+
+def _experiment_report(tmp_path, config, dirs):
+    """The per-experiment files of experiment e, as rule report_experiment writes them."""
+    outputs = {k: tmp_path / v for k, v in reports.experiment_outputs("e").items()}
+    build.make_report(json.loads(fc.as_json(fc.report_spec(config, "e"))), dirs, outputs)
+    return outputs
+
+
 # ---------------------------------------------------------------- run statistics
 
 
+def _one_run(tmp_path, **run):
+    """The tidy frame of one run of experiment e, algorithm avg (training.last_n 20, rounds ROUNDS)."""
+    config = config_with({"e": ("svhn", "sine", 0.3, 0.1, ["avg"])}, ALGS, {}, seeds=[0])
+    job = reports.experiment_job(config, "e")
+    return tidy.load(job, [write_run(tmp_path, "e", "avg", 0, **run)])
+
+
 def test_window_mean_uses_only_evaluated_rounds_of_the_last_n(tmp_path):
-    d = write_run(tmp_path, "e", "a", 0, test=lambda t: t / 100, last_n=5)
-    run = pd.read_parquet(d / "metrics.parquet")
-    assert runs.window_mean(run, "test_acc", 5, ROUNDS) == pytest.approx(np.mean([95, 96, 97, 98, 99]) / 100)
+    run = _one_run(tmp_path, test=lambda t: t / 100, last_n=5)
+    assert tidy.window_mean(run, "test_acc", 5)["value"].item() == pytest.approx(np.mean([95, 96, 97, 98, 99]) / 100)
     # A 50-round window sees rounds 50, 60, 70, 80, 90 (every 10th) and 95..99 (the last 5, every round).
     expected = np.mean([50, 60, 70, 80, 90, 95, 96, 97, 98, 99]) / 100
-    assert runs.window_mean(run, "test_acc", 50, ROUNDS) == pytest.approx(expected)
-    assert np.isnan(runs.window_mean(run, "consensus_error", 5, ROUNDS))
+    assert tidy.window_mean(run, "test_acc", 50)["value"].item() == pytest.approx(expected)
+    assert np.isnan(tidy.window_mean(run, "consensus_error", 5)["value"].item())
 
 
 def test_last_values_ratio_and_first_reaching(tmp_path):
-    d = write_run(tmp_path, "e", "a", 0, test=lambda t: t / 100, extra={"snapshot": lambda t: int(t % 4 == 0)})
-    run = pd.read_parquet(d / "metrics.parquet")
-    assert runs.last_values(run, "test_acc", 5).tolist() == pytest.approx([0.95, 0.96, 0.97, 0.98, 0.99])
-    assert runs.arbitrary_ratio(run) == pytest.approx(0.75)
-    curve = runs.sampled_curve(run, "test_acc", 20, ROUNDS)
-    assert list(curve.index) == [0, 20, 40, 60, 80]
-    assert runs.first_reaching(curve, 0.4) == 40 and runs.first_reaching(curve, 0.41) == 60
-    assert runs.first_reaching(curve, 0.95) is None
+    run = _one_run(tmp_path, test=lambda t: t / 100, extra={"snapshot": lambda t: int(t % 4 == 0)})
+    assert tidy.last_values(run, "test_acc", 5)["value"].tolist() == pytest.approx([0.95, 0.96, 0.97, 0.98, 0.99])
+    assert tidy.arbitrary_ratio(run)["value"].item() == pytest.approx(0.75)
+    curve = tidy.sampled(run, "test_acc", 20)
+    assert list(curve["round"]) == [0, 20, 40, 60, 80]
+    assert tidy.first_reaching(curve, 0.4, ["algorithm"])["avg"] == 40
+    assert tidy.first_reaching(curve, 0.41, ["algorithm"])["avg"] == 60
+    assert np.isnan(tidy.first_reaching(curve, 0.95, ["algorithm"])["avg"])
+
+
+def test_the_frame_has_one_row_per_run_and_round_with_its_resolved_settings(tmp_path):
+    run = _one_run(tmp_path, test=constant(0.5))
+    assert len(run) == ROUNDS and run["round"].tolist() == list(range(ROUNDS))
+    first = run.iloc[0]
+    assert (first["experiment"], first["algorithm"], first["seed"], first["algorithm_name"]) == ("e", "avg", 0,
+                                                                                                   "fedavg")
+    assert first["algorithm.weighting"] == "active" and first["algorithm.lr"] == 0.05
+    assert (first["dataset"], first["alpha"], first["dynamics"], first["gamma"]) == ("svhn", 0.1, "sine", 0.3)
+    assert first["period"] == 20  # the trace model's default, filled in
+    assert (first["rounds"], first["last_n"], first["state_bytes"]) == (ROUNDS, 20, 4000)
 
 
 # ---------------------------------------------------------------- FedSWE Table 2 style
@@ -104,14 +142,13 @@ def table2(tmp_path):
                    "mnist_sine": ("mnist5k", "sine", 0.3, 0.1, list(values))}
     config = config_with(experiments, ALGS, {"t2": {"kind": "fedswe_table", "experiments": list(experiments),
                                                     "last_n": 20}})
-    spec.validate_report("t2", config["reports"]["t2"], config)
-    return spec.job_spec(config, "t2"), dirs
+    job = reports.report_job(config, "t2")
+    return job, tidy.view(job, tidy.load(job, dirs))
 
 
 def test_fedswe_table_numbers_and_marks(table2):
-    job, dirs = table2
-    loaded = runs.load(dirs)
-    table, frame, cells = tables.accuracy_table(job, loaded)
+    job, runs = table2
+    table, frame = tables.accuracy_table(job, runs)
     swe = frame[(frame["experiment"] == "svhn_sine") & (frame["algorithm"] == "swe") & (frame["metric"] == "test_acc")]
     assert swe["mean"].item() == pytest.approx(82.0) and swe["std"].item() == pytest.approx(2.0)
     train = frame[(frame["algorithm"] == "avg") & (frame["metric"] == "train_acc")]
@@ -130,9 +167,9 @@ def test_rank_marks_ties_and_nan():
 
 
 def test_paper_comparison_only_for_matching_cells(table2):
-    job, dirs = table2
-    _, _, cells = tables.accuracy_table(job, runs.load(dirs))
-    result = compare.compare(cells, spec.PAPER_SOURCES["fedswe_table"])
+    job, runs = table2
+    _, cells = tables.accuracy_table(job, runs)
+    result = compare.compare(cells, build.PAPER_SOURCES["fedswe_table"])
     # SVHN sine cells match Table 2; the MNIST-5k cells are never compared.
     assert set(result["experiment"]) == {"svhn_sine"}
     assert set(result["dataset"]) == {"svhn"}
@@ -157,7 +194,7 @@ def test_comparison_within_std_and_gamma_must_agree():
         {"experiment": "g", "algorithm": "x", "identity": "fedavg_active", "dataset": "svhn", "dynamics": "sine",
          "alpha": 0.05, "gamma": 0.3, "metric": "test_acc", "mean": 70.0, "std": 0.5, "seeds": 3, "rounds": 2000,
          "clients": 100}])
-    result = compare.compare(ours, spec.PAPER_SOURCES["sweep"], paper)
+    result = compare.compare(ours, build.PAPER_SOURCES["sweep"], paper)
     assert list(result["experiment"]) == ["e", "g"]  # γ = 0.25 is no published cell
     e = result.iloc[0]
     assert e["source"] == "FedSWE Table 8" and e["paper_mean"] == 82.0 and e["within_std"]  # |0.5| <= 1.3
@@ -192,8 +229,7 @@ def test_rounds_to_target_first_sampled_round_and_dash(tmp_path):
     config = config_with({"svhn_sine": ("svhn", "sine", 0.3, 0.1, ["avg", "all"])}, ALGS,
                          {"t7": {"kind": "rounds_to_target", "experiments": ["svhn_sine"], "targets": [0.2, 0.4, 0.8],
                                  "sample_every": 20}})
-    spec.validate_report("t7", config["reports"]["t7"], config)
-    table, frame, _ = tables.rounds_to_target_table(spec.job_spec(config, "t7"), runs.load(dirs))
+    table, frame = tables.rounds_to_target_table(*_job(config, "t7", dirs))
     avg = frame[frame["algorithm"] == "avg"].set_index("metric")["mean"]
     # mean curve t/100 + 0.025: reaches 0.2 at sampled round 20 (0.225), 0.4 at 40 (0.425), 0.8 at 80 (0.825).
     assert avg.to_dict() == {"rounds_to_20": 20, "rounds_to_40": 40, "rounds_to_80": 80}
@@ -201,7 +237,7 @@ def test_rounds_to_target_first_sampled_round_and_dash(tmp_path):
     assert flat["rounds_to_20"] == 0 and np.isnan(flat["rounds_to_40"])
     markdown = render.to_markdown(table)
     assert "| FedAvg over all | 0 | — | — |" in markdown
-    result = compare.compare(frame, spec.PAPER_SOURCES["rounds_to_target"])
+    result = compare.compare(frame, build.PAPER_SOURCES["rounds_to_target"])
     row = result[(result["identity"] == "fedavg_active") & (result["metric"] == "rounds_to_40")].iloc[0]
     assert row["paper_mean"] == 80 and row["difference"] == -40 and row["within_std"] is pd.NA
 
@@ -210,7 +246,7 @@ def test_rounds_to_target_auto_targets(tmp_path):
     dirs = [write_run(tmp_path, "e", "avg", 0, test=lambda t: min(0.87, t / 50))]
     config = config_with({"e": ("svhn", "sine", 0.3, 0.1, ["avg"])}, ALGS,
                          {"t7": {"kind": "rounds_to_target", "experiments": ["e"]}}, seeds=[0])
-    _, frame, _ = tables.rounds_to_target_table(spec.job_spec(config, "t7"), runs.load(dirs))
+    _, frame = tables.rounds_to_target_table(*_job(config, "t7", dirs))
     # best 87% -> rounded down to 80% -> quarters 20, 40, 60, 80.
     assert list(frame["metric"]) == ["rounds_to_20", "rounds_to_40", "rounds_to_60", "rounds_to_80"]
 
@@ -226,7 +262,7 @@ def test_fast_table_last5_and_ratio(tmp_path):
     config = config_with({"fm_gamma": ("fashion_mnist", "stationary", None, 0.05, ["fedavg", "ada"])},
                          {"fedavg": ALGS["avg"], "ada": fast},
                          {"f": {"kind": "fast_table", "experiments": ["fm_gamma"]}})
-    table, frame, _ = tables.fast_table(spec.job_spec(config, "f"), runs.load(dirs))
+    table, frame = tables.fast_table(*_job(config, "f", dirs))
     acc = frame[(frame["algorithm"] == "ada") & (frame["metric"] == "test_acc")].iloc[0]
     # Evaluated rounds 0, 10, ..., 90 and 99: the last five are 60, 70, 80, 90, 99 (both seeds alike).
     values = np.array([60, 70, 80, 90, 99]) / 100
@@ -247,9 +283,9 @@ def test_config_order_survives_the_sorted_json_spec(tmp_path):
     dirs = [write_run(tmp_path, e, a, s, constant(0.5)) for e, (*_, algs) in experiments.items() for a in algs
             for s in (0, 1)]
     config = config_with(experiments, algorithms, {"f": {"kind": "fast_table", "experiments": ["z_exp", "a_exp"]}})
-    job = json.loads(fc.as_json(spec.job_spec(config, "f")))
+    job = json.loads(fc.as_json(reports.report_job(config, "f")))
     assert list(job["experiments"]) == ["a_exp", "z_exp"]  # what the rule's JSON does to mappings
-    table, _, _ = tables.fast_table(job, runs.load(dirs))
+    table, _ = tables.fast_table(job, tidy.view(job, tidy.load(job, dirs)))
     assert table.columns == ["experiment", "FedAvg over active", "FedSWE (k = 100)", "FedAvg over all"]
     assert [row[0] for row in table.rows] == ["SVHN α = 0.1 sine", "SVHN α = 0.1 sine"]
     assert table.rows[1][2] == "n/a"  # a_exp (second row) did not run alpha
@@ -262,7 +298,7 @@ def test_diverged_runs_are_marked_not_dropped(tmp_path):
             write_run(tmp_path, "e", "swe", 1, constant(0.6), diverged_at=12)]
     config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])}, ALGS,
                          {"t": {"kind": "fedswe_table", "experiments": ["e"], "last_n": 20}})
-    table, frame, _ = tables.accuracy_table(spec.job_spec(config, "t"), runs.load(dirs))
+    table, frame = tables.accuracy_table(*_job(config, "t", dirs))
     avg = frame[(frame["algorithm"] == "avg") & (frame["metric"] == "test_acc")].iloc[0]
     assert avg["mean"] == pytest.approx(70.0) and avg["seeds"] == 2 and avg["diverged"] == "seed 1 at round 30"
     markdown = render.to_markdown(table)
@@ -284,35 +320,33 @@ def _diverged_before_evaluation(root, algorithm, seed):
 
 def test_reports_render_runs_that_diverged_before_their_first_evaluation(tmp_path):
     dirs = [_diverged_before_evaluation(tmp_path, "avg", seed) for seed in (0, 1)]
-    report_spec = {"experiment": "e", "algorithms": {"avg": ALGS["avg"]}, "last_n": 20, "rounds": ROUNDS}
-    out = tmp_path / "out"
-    tables.experiment_report(report_spec, dirs, out / "e.md", out / "e.csv", out / "e.png")
-    assert "| avg | diverged (seed 0 at round 0; seed 1 at round 0) |" in (out / "e.md").read_text()
-    assert (out / "e.png").stat().st_size > 0
     config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg"])}, ALGS,
                          {"t": {"kind": "fedswe_table", "experiments": ["e"], "last_n": 20}})
-    table, _, _ = tables.accuracy_table(spec.job_spec(config, "t"), runs.load(dirs))
+    outputs = _experiment_report(tmp_path / "out", config, dirs)
+    assert "| avg | diverged (seed 0 at round 0; seed 1 at round 0) |" in outputs["md"].read_text()
+    assert outputs["png"].stat().st_size > 0
+    table, _ = tables.accuracy_table(*_job(config, "t", dirs))
     assert "diverged (seed 0 at round 0; seed 1 at round 0) †" in render.to_markdown(table)
 
 
 def test_an_experiment_table_marks_a_diverged_run_that_kept_finite_weights(tmp_path):
     dirs = [write_run(tmp_path, "e", "avg", 0, constant(0.1), diverged_at=85),
             write_run(tmp_path, "e", "avg", 1, constant(0.1), diverged_at=90)]
-    report_spec = {"experiment": "e", "algorithms": {"avg": ALGS["avg"]}, "last_n": 20, "rounds": ROUNDS}
-    tables.experiment_report(report_spec, dirs, tmp_path / "e.md", tmp_path / "e.csv", tmp_path / "e.png")
-    assert "| avg | 10.00 ± 0.00 † | 10.00 | 2 | † diverged: seed 0 at round 85; seed 1 at round 90 |" in (
-        tmp_path / "e.md").read_text()
+    config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg"])}, ALGS, {})
+    outputs = _experiment_report(tmp_path, config, dirs)
+    assert "| avg | 10.00 ± 0.00 † | 10.00 | 2 | † diverged: seed 0 at round 85; seed 1 at round 90 |" in outputs[
+        "md"].read_text()
 
 
 def test_a_damaged_run_file_is_named(tmp_path):
     directory = write_run(tmp_path, "e", "avg", 0, constant(0.5))
     (directory / "summary.json").write_text('{"experiment": "e", "algo')
     with pytest.raises(ValueError, match=r"summary.json is unreadable .* delete it and rerun"):
-        runs.load([directory])
+        tidy.read_run(directory)
     write_run(tmp_path, "e", "avg", 0, constant(0.5))
     (directory / "metrics.parquet").write_bytes((directory / "metrics.parquet").read_bytes()[:100])
     with pytest.raises(ValueError, match=r"metrics.parquet is unreadable"):
-        tables.load_runs([directory])
+        tidy.read_run(directory)
 
 
 def test_memory_table(tmp_path):
@@ -320,19 +354,23 @@ def test_memory_table(tmp_path):
     dirs += [write_run(tmp_path, "e", "mifa", s, constant(0.5), state_bytes=4000 * 101) for s in (0, 1)]
     config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "mifa"])}, ALGS,
                          {"m": {"kind": "memory", "experiments": ["e"]}})
-    table, frame, _ = tables.memory_table(spec.job_spec(config, "m"), runs.load(dirs))
+    table, frame = tables.memory_table(*_job(config, "m", dirs))
     assert frame.set_index("algorithm")["model_copies"].to_dict() == {"avg": 1.0, "mifa": 101.0}
 
 
 # ---------------------------------------------------------------- labels and spec
 
 
-def test_canonical_identities():
-    assert labels.canonical({"algorithm": "fedswe", "k": 0}) == "fedswe_k0"
-    assert labels.canonical({"algorithm": "fedswe"}) == "fedswe_k100"
-    assert labels.canonical({"algorithm": "fedavg", "weighting": "known"}) == "fedavg_known"
-    assert labels.canonical({"algorithm": "fast", "schedule": "adaptive", "lam": 7}) == "fast_ada7"
-    assert labels.canonical({"algorithm": "fast", "base": "scaffold", "q": 0.5}) == "fastplus_scaffold_q0.5"
+def test_canonical_identities_read_the_resolved_hyperparameters():
+    def canonical(spec):
+        return labels.canonical(tidy.algorithm_settings(spec))
+
+    assert canonical({"algorithm": "fedswe", "k": 0}) == "fedswe_k0"
+    assert canonical({"algorithm": "fedswe"}) == "fedswe_k100"  # the algorithm's own default k
+    assert canonical({"algorithm": "fedavg", "weighting": "known"}) == "fedavg_known"
+    assert canonical({"algorithm": "fast", "schedule": "adaptive", "lam": 7}) == "fast_ada7"
+    assert canonical({"algorithm": "fast", "base": "scaffold", "q": 0.5}) == "fastplus_scaffold_q0.5"
+    assert canonical({"algorithm": "fast"}) == "fast_q0.5"
     assert labels.display("fast_ada1") == "FAST Ada.(def.)" and labels.display("fedswe_k100") == "FedSWE (k = 100)"
     assert labels.group("mifa") == labels.group("fedavg_known") == 2 and labels.group("fedswe_k0") == 1
 
@@ -348,18 +386,39 @@ def test_canonical_identities():
     ({"kind": "toy_heterogeneity", "experiments": ["e"]}, "experiments"),
     ({"kind": "rounds_to_target", "experiments": ["e"], "targets": [1.5]}, "targets"),
     ({"kind": "k_sweep", "experiments": ["e"], "algorithms": ["avg"]}, "parameter"),
+    ({"kind": "fast_table", "experiments": ["e"], "last": 0}, r"reports\.r\.last: must be a positive integer"),
+    ({"kind": "curves", "experiments": ["e"], "log_y": "yes"}, r"reports\.r\.log_y: must be true or false"),
+    ({"kind": "fedswe_table", "experiments": ["e"], "decimals": -1}, r"reports\.r\.decimals: must be >= 0"),
+    ({"kind": "fedswe_table", "experiments": "e"}, r"reports\.r\.experiments: must be a list of a string"),
 ])
-def test_invalid_reports_are_rejected(report, message):
+def test_invalid_reports_are_rejected_naming_the_key(report, message):
     config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])}, ALGS, {"r": report})
-    with pytest.raises(ValueError, match=message):
-        spec.validate_report("r", report, config)
+    with pytest.raises(fc.ConfigError, match=message):
+        fc.check_reports(config)
 
 
-def test_output_collisions_are_rejected():
+def test_the_schema_lists_the_report_kinds_and_common_keys_of_the_specs():
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    entry = schema["properties"]["reports"]["additionalProperties"]
+    assert entry["properties"]["kind"]["enum"] == sorted(reports.KINDS)
+    assert set(entry["properties"]) == {f.name for f in dataclasses.fields(reports.Report)}
+    assert entry["required"] == ["kind"]
+
+
+def test_report_specs_load_without_torch_pandas_or_the_report_code():
+    code = ("import sys, fedavail.config, fedavail.plan.captions, fedavail.plan.reports; "
+            "print(sorted(m for m in ('pandas', 'fedavail.report') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+    code = "import sys, fedavail.plan.captions, fedavail.plan.reports; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_a_report_may_share_an_experiment_name():
     config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg"])}, ALGS,
                          {"e": {"kind": "memory", "experiments": ["e"]}})
-    with pytest.raises(ValueError, match="results/tables/e.md"):
-        spec.validate_outputs(config)
+    ours = set(reports.report_outputs("e", reports.parse_reports(config)["e"]).values())
+    assert not ours & set(reports.experiment_outputs("e").values())
 
 
 def test_job_spec_is_only_its_slice():
@@ -367,13 +426,14 @@ def test_job_spec_is_only_its_slice():
                    "b": ("svhn", "sine", 0.3, 0.1, ["avg", "mifa"])}
     config = config_with(experiments, ALGS, {"r": {"kind": "fedswe_table", "experiments": ["a"],
                                                    "algorithms": ["swe"]}})
-    job = spec.job_spec(config, "r")
-    assert list(job["experiments"]) == ["a"] and list(job["experiments"]["a"]["algorithms"]) == ["swe"]
-    assert spec.run_dirs(config, "r") == ["results/runs/a/swe/seed0", "results/runs/a/swe/seed1"]
+    job = reports.report_job(config, "r")
+    assert list(job["experiments"]) == ["a"] and job["experiments"]["a"]["algorithms"] == ["swe"]
+    assert list(job["algorithms"]) == ["swe"]
+    assert reports.run_dirs(job) == ["results/runs/a/swe/seed0", "results/runs/a/swe/seed1"]
     before = json.dumps(job, sort_keys=True)
     config["algorithms"]["mifa"]["lr"] = 0.5  # not in the report: its slice does not change
-    assert json.dumps(spec.job_spec(config, "r"), sort_keys=True) == before
-    assert "svhn" in spec.caption(job) and "Seeds: 0, 1" in spec.caption(job)
+    assert json.dumps(reports.report_job(config, "r"), sort_keys=True) == before
+    assert "svhn" in captions.caption(job) and "Seeds: 0, 1" in captions.caption(job)
 
 
 # ---------------------------------------------------------------- every kind writes every file
@@ -414,10 +474,10 @@ def test_every_kind_writes_its_files(tmp_path, monkeypatch):
                           extra=extra)
     monkeypatch.chdir(tmp_path)
     for name, report in config["reports"].items():
-        spec.validate_report(name, report, config)
-        job = json.loads(fc.as_json(spec.job_spec(config, name)))  # as the rule passes it: keys sorted
-        outputs = {k: tmp_path / v for k, v in spec.output_paths(name, report["kind"]).items()}
-        build.make_report(job, spec.run_dirs(config, name), outputs)
+        job = json.loads(fc.as_json(reports.report_job(config, name)))  # as the rule passes it: keys sorted
+        parsed = reports.parse_report(name, report, config)
+        outputs = {k: tmp_path / v for k, v in reports.report_outputs(name, parsed).items()}
+        build.make_report(job, reports.run_dirs(job), outputs)
         for key, path in outputs.items():
             assert path.exists() and path.stat().st_size > 0, (name, key)
         if "png" in outputs:
@@ -425,12 +485,12 @@ def test_every_kind_writes_its_files(tmp_path, monkeypatch):
             assert outputs["pdf"].read_bytes()[:5] == b"%PDF-"
         if "paper_md" in outputs:
             assert "paper vs ours" in outputs["paper_md"].read_text()
-    paper = pd.read_csv(tmp_path / "results/tables/t8_paper.csv")
+    paper = pd.read_csv(tmp_path / "results/reports/t8/paper.csv")
     assert "FedSWE Table 8" in set(paper["source"]) <= {"FedSWE Table 8", "FedSWE Table 2"}
     assert set(paper["gamma"]) == {0.3, 0.2}
-    ks = pd.read_csv(tmp_path / "results/figures/ks.csv")
+    ks = pd.read_csv(tmp_path / "results/reports/ks/figure.csv")
     assert sorted(ks["k"].unique()) == [0.0, 100.0]
-    toy = pd.read_csv(tmp_path / "results/figures/toy1.csv")
+    toy = pd.read_csv(tmp_path / "results/reports/toy1/figure.csv")
     assert toy["bias"].max() == pytest.approx(50.0)
 
 
@@ -440,6 +500,6 @@ def test_fast_cells_match_the_numbers_in_the_fast_text():
             "rounds": 500, "clients": 100}
     ours = pd.DataFrame([{**base, "metric": "test_acc", "mean": 70.0}, {**base, "metric": "ratio", "mean": 95.0},
                          {**base, "alpha": 0.1, "metric": "test_acc", "mean": 70.0}])
-    result = compare.compare(ours, spec.PAPER_SOURCES["fast_table"])
+    result = compare.compare(ours, build.PAPER_SOURCES["fast_table"])
     assert result[["metric", "paper_mean"]].values.tolist() == [["test_acc", 71.48], ["ratio", 91.8]]
     assert result["within_std"].isna().all()  # the text gives no std

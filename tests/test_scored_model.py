@@ -7,13 +7,19 @@ import pandas as pd
 import pytest
 
 import fedavail.config as fc
-from fedavail.report import build, render, runs, spec
-from fedavail.report.scored_model import score_local_mean, server_row
+from fedavail.plan import captions, reports
+from fedavail.report import build
+from fedavail.report import frame as tidy
 
 from test_report import ALGS, config_with, constant, write_run
 
 # swe: server model 0.60 / 0.64 per seed, local-copy mean 0.80 / 0.84 (train 0.70 / 0.90); avg: 0.70 / 0.72.
 LOCAL = {0: 0.80, 1: 0.84}
+
+
+def server_row(algorithm):
+    return f"{algorithm}{tidy.SERVER_SUFFIX}"
+
 SERVER = {0: 0.60, 1: 0.64}
 
 
@@ -31,10 +37,10 @@ def _report(tmp_path, report, experiments=("svhn_sine",)):
     dirs = _runs(tmp_path, experiments)
     exps = {e: ("svhn", "sine", 0.3 if i == 0 else 0.2, 0.1, ["swe", "avg"]) for i, e in enumerate(experiments)}
     config = config_with(exps, ALGS, {"r": report})
-    spec.validate_report("r", report, config)
-    job = json.loads(fc.as_json(spec.job_spec(config, "r")))
-    outputs = {k: tmp_path / v for k, v in spec.output_paths("r", report["kind"]).items()}
-    return job, dirs, outputs
+    job = json.loads(fc.as_json(reports.report_job(config, "r")))
+    outputs = {k: tmp_path / v for k, v in reports.report_outputs("r", reports.parse_reports(config)["r"]).items()}
+    assert {str(d) for d in dirs} >= {str(tmp_path / d) for d in reports.run_dirs(job)}
+    return job, [tmp_path / d for d in reports.run_dirs(job)], outputs
 
 
 def test_local_copy_algorithms_report_the_local_mean_with_a_server_row(tmp_path, monkeypatch):
@@ -55,7 +61,7 @@ def test_local_copy_algorithms_report_the_local_mean_with_a_server_row(tmp_path,
     assert "**82.0 ± 2.0**" in markdown and "<u>71.0 ± 1.0</u>" in markdown
     paper = pd.read_csv(outputs["paper_csv"])
     assert server_row("swe") not in set(paper["algorithm"])
-    assert "scored by the mean of their clients' local models" in spec.caption(job)
+    assert "scored by the mean of their clients' local models" in captions.caption(job)
 
 
 def test_eval_model_global_scores_the_server_model_only(tmp_path, monkeypatch):
@@ -67,22 +73,21 @@ def test_eval_model_global_scores_the_server_model_only(tmp_path, monkeypatch):
     assert cells.loc[("swe", "test_acc"), "mean"] == pytest.approx(62.0)
     assert server_row("swe") not in cells.index.get_level_values("algorithm")
     assert "Every algorithm is scored by its server model" in outputs["md"].read_text()
-    assert "Every algorithm is scored by its server model" in spec.caption(job)
+    assert "Every algorithm is scored by its server model" in captions.caption(job)
 
 
 def test_the_view_keeps_the_config_order_and_given_algorithm_lists(tmp_path):
     job, dirs, _ = _report(tmp_path, {"kind": "fedswe_table", "experiments": ["svhn_sine"], "last_n": 20,
                                       "algorithms": ["avg", "swe"], "memory_aided": ["swe"]})
-    scored, loaded = score_local_mean(job, runs.load(dirs))
-    assert scored["report"]["algorithms"] == ["avg", "swe", server_row("swe")]
-    assert scored["report"]["memory_aided"] == ["swe", server_row("swe")]
-    assert scored["experiments"]["svhn_sine"]["algorithm_order"] == ["avg", "swe", server_row("swe")]
-    assert job["report"]["algorithms"] == ["avg", "swe"]  # the job spec itself is not changed
-    swe = loaded.run("svhn_sine", "swe")
+    view = tidy.view(job, tidy.load(job, dirs))
+    rows = view.drop_duplicates("algorithm").sort_values("order")
+    assert rows["algorithm"].tolist() == ["avg", "swe", server_row("swe")]
+    assert rows["group"].tolist() == [1, 2, 2]  # the server row follows its algorithm into memory_aided
+    swe = view[view["algorithm"] == "swe"]
     assert swe["test_acc"].dropna().unique().tolist() == pytest.approx([0.80, 0.84])
-    assert loaded.run("svhn_sine", server_row("swe"))["test_acc"].dropna().unique().tolist() == pytest.approx(
-        [0.60, 0.64])
-    assert len(loaded.summaries[loaded.summaries["algorithm"] == server_row("swe")]) == 2
+    server = view[view["algorithm"] == server_row("swe")]
+    assert server["test_acc"].dropna().unique().tolist() == pytest.approx([0.60, 0.64])
+    assert server["seed"].nunique() == 2 and server["state_bytes"].notna().all()
 
 
 @pytest.mark.parametrize("report", [

@@ -16,14 +16,14 @@ def finished_run(tmp_path_factory):
 
 
 def test_run_produces_table_and_figure(finished_run):
-    table = pd.read_csv(finished_run / "results/tables/tiny.csv")
+    table = pd.read_csv(finished_run / "results/experiments/tiny/table.csv")
     assert list(table["algorithm"]) == ["fedavg_active", "fedavg_known"]
     assert table["seeds"].tolist() == [2, 2]
     # 12 tiny rounds already learn something: far from the 10% of a constant guess.
     assert (table["test_acc_mean"] > 0.2).all()
-    markdown = (finished_run / "results/tables/tiny.md").read_text()
+    markdown = (finished_run / "results/experiments/tiny/table.md").read_text()
     assert "fedavg_active" in markdown and "±" in markdown
-    figure = finished_run / "results/figures/tiny_accuracy.png"
+    figure = finished_run / "results/experiments/tiny/accuracy.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
     for algorithm in ("fedavg_active", "fedavg_known"):
         for seed in (0, 1):

@@ -125,7 +125,7 @@ def comparable_results(workdir: Path, experiment: str = "tiny") -> dict[str, obj
     for path in sorted((workdir / "results/runs" / experiment).rglob("metrics.parquet")):
         frame = pd.read_parquet(path)
         results[str(path.relative_to(workdir))] = frame.drop(columns=["seconds"], errors="ignore")
-    for path in sorted((workdir / "results/tables").glob(f"{experiment}.*")):
+    for path in sorted((workdir / "results/experiments" / experiment).glob("table.*")):
         results[str(path.relative_to(workdir))] = path.read_bytes()
     return results
 

@@ -85,12 +85,6 @@ def _batched(value: str) -> str | bool:
     return {"true": True, "false": False}.get(value.lower(), value)
 
 
-def cmd_report(args) -> None:
-    from fedavail.report.tables import experiment_report
-
-    experiment_report(args.spec, args.run_dirs, args.table_md, args.table_csv, args.figure)
-
-
 def _output(text: str) -> tuple[str, Path]:
     key, sep, path = text.partition("=")
     if not sep or not key or not path:
@@ -98,7 +92,7 @@ def _output(text: str) -> tuple[str, Path]:
     return key, Path(path)
 
 
-def cmd_report_set(args) -> None:
+def cmd_report(args) -> None:
     from fedavail.report.build import make_report
 
     make_report(args.spec, args.run_dirs, dict(args.out))
@@ -157,19 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
     train.set_defaults(func=cmd_train)
 
-    report = stages.add_parser("report", help="tables and figures of one experiment")
-    report.add_argument("--spec", type=_spec, required=True)
-    report.add_argument("--run-dirs", type=Path, nargs="+", required=True)
-    report.add_argument("--table-md", type=Path, required=True)
-    report.add_argument("--table-csv", type=Path, required=True)
-    report.add_argument("--figure", type=Path, required=True)
+    report = stages.add_parser("report", help="one report job: an experiment's table and figure, a `reports:` "
+                               "table or figure, or the frame of every run")
+    report.add_argument("--spec", type=_spec, required=True, help="the report job's spec (JSON)")
+    report.add_argument("--run-dirs", type=Path, nargs="*", default=[])
+    report.add_argument("--out", type=_output, nargs="+", required=True, help="KEY=PATH for every output")
     report.set_defaults(func=cmd_report)
-
-    report_set = stages.add_parser("report-set", help="a cross-experiment table or figure (config `reports:`)")
-    report_set.add_argument("--spec", type=_spec, required=True, help="the report job's spec (JSON)")
-    report_set.add_argument("--run-dirs", type=Path, nargs="*", default=[])
-    report_set.add_argument("--out", type=_output, nargs="+", required=True, help="KEY=PATH for every output")
-    report_set.set_defaults(func=cmd_report_set)
     return parser
 
 

@@ -74,12 +74,13 @@ def check(config: dict) -> None:
 
 
 def check_reports(config: dict) -> None:
-    """The `reports:` section (fedavail.report.spec): kinds, keys, experiments; and no two outputs collide."""
-    from fedavail.report.spec import validate_outputs, validate_report
+    """The `reports:` section (fedavail.plan.reports): kinds, keys and the experiments they read."""
+    from fedavail.plan.reports import parse_reports
 
-    for name, report in (config.get("reports") or {}).items():
-        _wrap(f"reports.{name}", validate_report, name, report, config)
-    _wrap("reports", validate_outputs, config)
+    try:
+        parse_reports(config)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(str(error)) from error
 
 
 def _wrap(key: str, validate, *args) -> None:
@@ -151,18 +152,17 @@ def run_spec(config: dict, experiment: str, algorithm: str, seed: int) -> dict:
 
 
 def report_spec(config: dict, experiment: str) -> dict:
-    exp = config["experiments"][experiment]
-    return {"experiment": experiment, "algorithms": {a: config["algorithms"][a] for a in exp["algorithms"]},
-            "seeds": experiment_seeds(config, experiment), "last_n": exp["training"]["last_n"],
-            "rounds": exp["training"]["rounds"],
-            "partition": partition_spec(config, exp["partition"]), "trace": trace_spec(config, exp["trace"])}
+    """Exactly what the per-experiment table and figure depend on (fedavail.plan.reports.experiment_job)."""
+    from fedavail.plan.reports import experiment_job
+
+    return experiment_job(config, experiment)
 
 
 def report_spec_of(config: dict, name: str) -> dict:
-    """Exactly what cross-experiment report `name` depends on (fedavail.report.spec.job_spec)."""
-    from fedavail.report.spec import job_spec
+    """Exactly what cross-experiment report `name` depends on (fedavail.plan.reports.report_job)."""
+    from fedavail.plan.reports import report_job
 
-    return job_spec(config, name)
+    return report_job(config, name)
 
 
 def as_json(obj) -> str:

@@ -1,7 +1,6 @@
 # Helpers shared by the rules: config validation (strict YAML, schema, then fedavail.config.check), damaged files set
 # aside, and the job grid.
 import math
-import re
 import shlex
 import sys
 
@@ -10,7 +9,8 @@ import fedavail.config_yaml as fy
 import fedavail.integrity as fi
 import fedavail.plan.grid as fg
 from fedavail.launcher import malloc_assignments
-import fedavail.report.spec as rs
+import fedavail.plan.captions as rc
+import fedavail.plan.reports as rp
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -42,6 +42,7 @@ wildcard_constraints:
     trace=r"[^/]+",
     experiment=r"[^/]+",
     algorithm=r"[^/]+",
+    report=r"[^/]+",
 
 
 def prepared_file(dataset):
@@ -87,22 +88,29 @@ if workflow.is_main_process:
         DAMAGED_FILES.append(str(damaged))
 
 
+REPORTS = rp.parse_reports(config)
+
+
 def final_outputs():
-    outputs = []
+    outputs = [rp.RUNS_FRAME]
     for experiment in config["experiments"]:
-        outputs += rs.experiment_outputs(experiment)
-    for name, report in config["reports"].items():
-        outputs += list(rs.output_paths(name, report["kind"]).values())
+        outputs += list(rp.experiment_outputs(experiment).values())
+    for name, report in REPORTS.items():
+        outputs += list(rp.report_outputs(name, report).values())
     return outputs + DAMAGED_FILES
 
 
-def names_pattern(names):
-    """A wildcard constraint matching exactly these names (none: a pattern that matches nothing)."""
-    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or "(?!)"
+def report_job(wildcards):
+    """The job spec of a report rule: a `reports:` entry, an experiment's own report, or every run."""
+    if "report" in wildcards.keys():
+        return rp.report_job(config, wildcards.report)
+    if "experiment" in wildcards.keys():
+        return rp.experiment_job(config, wildcards.experiment)
+    return rp.runs_job(config)
 
 
 def report_run_dirs(wildcards):
-    return rs.run_dirs(config, wildcards.report)
+    return rp.run_dirs(report_job(wildcards))
 
 
 def report_inputs(wildcards):
@@ -110,8 +118,17 @@ def report_inputs(wildcards):
     return {"metrics": [f"{d}/metrics.parquet" for d in dirs], "summaries": [f"{d}/summary.json" for d in dirs]}
 
 
+def report_spec(wildcards):
+    return fc.as_json(report_job(wildcards))
+
+
 def report_caption(wildcards):
-    return rs.rst_escape(rs.caption(fc.report_spec_of(config, wildcards.report)))
+    return rc.rst_escape(rc.caption(report_job(wildcards)))
+
+
+def report_out(wildcards, output):
+    """--out KEY=PATH for every named output of the rule."""
+    return " ".join(f"{key}={shlex.quote(path)}" for key, path in output.items())
 
 
 def trace_inputs(wildcards):

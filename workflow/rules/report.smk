@@ -1,76 +1,10 @@
-# Reports. Per experiment: a table of mean ± std over seeds of the last-N-round test accuracy, and accuracy curves.
-# Across experiments (config `reports:`, fedavail.report.spec): the papers' tables (Markdown, LaTeX, CSV, and the
-# published values beside ours), figures (PNG, PDF, and the plotted numbers as CSV) and the claims tables (the papers'
-# claims checked on the runs, their own section of the HTML report). Each report job's params are exactly its own
-# slice of the config, so editing one report reruns only that report.
-
-
-rule report_experiment:
-    input:
-        metrics=lambda w: [f"{d}/metrics.parquet" for d in run_dirs(w.experiment)],
-        summaries=lambda w: [f"{d}/summary.json" for d in run_dirs(w.experiment)],
-    output:
-        md=report(
-            "results/tables/{experiment}.md",
-            caption="../report/table.rst",
-            category="Tables",
-            labels={"experiment": "{experiment}"},
-        ),
-        csv="results/tables/{experiment}.csv",
-        figure=report(
-            "results/figures/{experiment}_accuracy.png",
-            caption="../report/accuracy.rst",
-            category="Figures",
-            labels={"experiment": "{experiment}"},
-        ),
-    log:
-        "logs/report/{experiment}.log",
-    wildcard_constraints:
-        experiment=names_pattern(config["experiments"]),
-    conda:
-        "../envs/fedavail.yaml"
-    params:
-        spec=lambda w: fc.as_json(fc.report_spec(config, w.experiment)),
-        run_dirs=lambda w: run_dirs(w.experiment),
-    shell:
-        "fedavail report --spec {params.spec:q} --run-dirs {params.run_dirs:q} --table-md {output.md:q} "
-        "--table-csv {output.csv:q} --figure {output.figure:q} > {log:q} 2>&1"
-
-
-rule report_paper_table:
-    input:
-        unpack(report_inputs),
-    output:
-        md=report(
-            "results/tables/{report}.md",
-            caption="../report/report.rst",
-            category="Paper tables",
-            labels={"report": "{report}", "content": "ours"},
-        ),
-        tex="results/tables/{report}.tex",
-        csv="results/tables/{report}.csv",
-        paper_md=report(
-            "results/tables/{report}_paper.md",
-            caption="../report/paper.rst",
-            category="Paper tables",
-            labels={"report": "{report}", "content": "paper vs ours"},
-        ),
-        paper_tex="results/tables/{report}_paper.tex",
-        paper_csv="results/tables/{report}_paper.csv",
-    log:
-        "logs/report_set/{report}.log",
-    wildcard_constraints:
-        report=names_pattern(rs.report_names(config, "paper_table")),
-    conda:
-        "../envs/fedavail.yaml"
-    params:
-        spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
-        run_dirs=report_run_dirs,
-        caption=report_caption,
-    shell:
-        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out md={output.md:q} "
-        "tex={output.tex:q} csv={output.csv:q} paper_md={output.paper_md:q} paper_tex={output.paper_tex:q} "
-        "paper_csv={output.paper_csv:q} > {log:q} 2>&1"
+# Reports, all by one command (`fedavail report`) on the tidy frame of their runs (fedavail.report.frame): per
+# experiment, results/experiments/<experiment>/ (a table of mean ± std over seeds of the last-N-round test accuracy,
+# and accuracy curves); per entry of the config's `reports:` (fedavail.plan.reports), results/reports/<name>/ (a
+# table in Markdown, LaTeX and CSV, and for the paper tables the published values beside ours; or a figure in PNG and
+# PDF with the numbers it plots); and every run, one row per round with its settings, in results/runs.parquet. One
+# rule body, which the others reuse with their own outputs. Each job's params are exactly its own slice of the
+# config, so editing one report reruns only that report.
 
 
 rule report_table:
@@ -78,77 +12,75 @@ rule report_table:
         unpack(report_inputs),
     output:
         md=report(
-            "results/tables/{report}.md",
+            "results/reports/{report}/table.md",
             caption="../report/report.rst",
-            category="Tables",
-            labels={"report": "{report}"},
+            category="Reports",
+            labels={"report": "{report}", "content": "ours"},
         ),
-        tex="results/tables/{report}.tex",
-        csv="results/tables/{report}.csv",
+        tex="results/reports/{report}/table.tex",
+        csv="results/reports/{report}/table.csv",
     log:
-        "logs/report_set/{report}.log",
-    wildcard_constraints:
-        report=names_pattern(rs.report_names(config, "table")),
+        "logs/reports/{report}/table.log",
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
+        spec=report_spec,
         run_dirs=report_run_dirs,
         caption=report_caption,
+        out=report_out,
     shell:
-        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out md={output.md:q} "
-        "tex={output.tex:q} csv={output.csv:q} > {log:q} 2>&1"
+        "fedavail report --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out {params.out} > {log:q} 2>&1"
 
 
-rule report_claims:
-    input:
-        unpack(report_inputs),
+use rule report_table as report_paper with:
     output:
-        md=report(
-            "results/tables/{report}.md",
-            caption="../report/claims.rst",
-            category="Claims",
-            labels={"report": "{report}"},
+        paper_md=report(
+            "results/reports/{report}/paper.md",
+            caption="../report/paper.rst",
+            category="Reports",
+            labels={"report": "{report}", "content": "paper vs ours"},
         ),
-        tex="results/tables/{report}.tex",
-        csv="results/tables/{report}.csv",
+        paper_tex="results/reports/{report}/paper.tex",
+        paper_csv="results/reports/{report}/paper.csv",
     log:
-        "logs/report_set/{report}.log",
-    wildcard_constraints:
-        report=names_pattern(rs.report_names(config, "claims")),
-    conda:
-        "../envs/fedavail.yaml"
-    params:
-        spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
-        run_dirs=report_run_dirs,
-        caption=report_caption,
-    shell:
-        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out md={output.md:q} "
-        "tex={output.tex:q} csv={output.csv:q} > {log:q} 2>&1"
+        "logs/reports/{report}/paper.log",
 
 
-rule report_figure:
-    input:
-        unpack(report_inputs),
+use rule report_table as report_figure with:
     output:
         png=report(
-            "results/figures/{report}.png",
+            "results/reports/{report}/figure.png",
             caption="../report/report.rst",
-            category="Paper figures",
-            labels={"report": "{report}"},
+            category="Reports",
+            labels={"report": "{report}", "content": "figure"},
         ),
-        pdf="results/figures/{report}.pdf",
-        csv="results/figures/{report}.csv",
+        pdf="results/reports/{report}/figure.pdf",
+        csv="results/reports/{report}/figure.csv",
     log:
-        "logs/report_set/{report}.log",
-    wildcard_constraints:
-        report=names_pattern(rs.report_names(config, "figure")),
-    conda:
-        "../envs/fedavail.yaml"
-    params:
-        spec=lambda w: fc.as_json(fc.report_spec_of(config, w.report)),
-        run_dirs=report_run_dirs,
-        caption=report_caption,
-    shell:
-        "fedavail report-set --spec {params.spec:q} --run-dirs {params.run_dirs:q} --out png={output.png:q} "
-        "pdf={output.pdf:q} csv={output.csv:q} > {log:q} 2>&1"
+        "logs/reports/{report}/figure.log",
+
+
+use rule report_table as report_experiment with:
+    output:
+        md=report(
+            "results/experiments/{experiment}/table.md",
+            caption="../report/table.rst",
+            category="Experiments",
+            labels={"experiment": "{experiment}", "content": "table"},
+        ),
+        csv="results/experiments/{experiment}/table.csv",
+        png=report(
+            "results/experiments/{experiment}/accuracy.png",
+            caption="../report/accuracy.rst",
+            category="Experiments",
+            labels={"experiment": "{experiment}", "content": "test accuracy per round"},
+        ),
+    log:
+        "logs/experiments/{experiment}.log",
+
+
+use rule report_table as report_runs with:
+    output:
+        parquet=rp.RUNS_FRAME,
+    log:
+        "logs/report/runs.log",

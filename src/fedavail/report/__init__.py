@@ -1,12 +1,13 @@
-"""Tables and figures from finished runs.
+"""Tables and figures from finished runs, all computed from one tidy frame of them.
 
-- tables.py: per-experiment table and curves (rule report_experiment), and the cross-experiment table kinds
-- figures.py: the cross-experiment figure kinds (seaborn), each with the numbers it plots
-- spec.py: the config's `reports:` section: kinds, validation, each report job's slice, outputs, captions
-- build.py: one report job (`fedavail report-set`): load runs, build, write Markdown/LaTeX/CSV or PNG/PDF/CSV
-- runs.py: runs as frames, and the statistics (last-N window, last k values, Ratio, rounds to a target)
+- frame.py: the tidy frame (one row per run × round, settings as columns), the report's view of it (scored model,
+  labels, groups, order) and the statistics (last-N window, last k values, Ratio, sampled curves, mean ± std over seeds)
+- tables.py: the table kinds and the per-experiment table; figures.py: the figure kinds (seaborn)
+- claims.py: the papers' claims evaluated on the runs (parsed by fedavail.plan.claims)
+- build.py: one report job (`fedavail report`): load, build, write Markdown/LaTeX/CSV, PNG/PDF/CSV or parquet
 - compare.py + paper_values.csv: the published numbers of FedSWE Tables 2, 7, 8, 9 and the FAST text, beside ours
-- labels.py: an algorithm spec's paper identity, display label and group (memory-free or not)
+- labels.py: a run's paper identity, display label and group (memory-free or not)
 - render.py: a small table model written as Markdown and LaTeX
 - toy.py: FedSWE's scalar examples (Figs. 2 and 5), computed exactly
-"""
+
+The report specs, their defaults and output paths are fedavail.plan.reports (torch- and pandas-free)."""

@@ -16,7 +16,6 @@ from fedavail.report.labels import display
 from fedavail.report.render import Cell, TextTable
 
 PAPER_FILE = "paper_values.csv"
-KEYS = ("dataset", "dynamics", "identity", "metric")
 COLUMNS = ["experiment", "algorithm", "identity", "dataset", "dynamics", "alpha", "gamma", "metric", "source",
            "paper_mean", "paper_std", "ours_mean", "ours_std", "seeds", "difference", "within_std", "ours_rounds",
            "paper_rounds", "ours_clients", "paper_clients", "note"]

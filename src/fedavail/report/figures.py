@@ -1,7 +1,6 @@
-"""Figures of the cross-experiment reports (seaborn), each returned with the numbers it plots.
-
-Every builder takes the report job's spec (fedavail.report.spec.job_spec) and the loaded runs (None for the exact toy
-examples) and returns (matplotlib figure, long-form DataFrame of the plotted values)."""
+"""The figure kinds (seaborn, bands and error bars of ± one standard deviation over seeds), each returned with the
+numbers it plots; every one a filter and groupby of the report's view of the tidy frame (fedavail.report.frame.view),
+except the exact toy examples, which read no runs."""
 
 from pathlib import Path
 
@@ -9,9 +8,13 @@ import numpy as np
 import pandas as pd
 
 from fedavail.io import atomic_path
-from fedavail.report.tables import Report, attribute_label
+from fedavail.report import frame as tidy
+from fedavail.report.tables import attribute_label, title
 
 PERCENT_METRICS = ("test_acc", "train_acc", "local_acc", "test_acc_local_mean")
+METRIC_WORDS = {"test_acc": "test accuracy", "train_acc": "train accuracy", "local_acc": "local training accuracy",
+                "test_loss": "test loss", "train_loss": "train loss", "local_loss": "local training loss",
+                "consensus_error": "consensus error (1/m) Σ‖x_i − x̄‖²"}
 
 
 def _plt():
@@ -27,215 +30,174 @@ def _plt():
 
 def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1):
     plt, _ = _plt()
-    cols = max(1, count)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
-    return fig, axes
+    return plt.subplots(rows, max(1, count), figsize=(width * max(1, count), height * rows), squeeze=False)
 
 
-def save(fig, png: Path, pdf: Path) -> None:
+def metric_label(metric: str) -> str:
+    words = METRIC_WORDS.get(metric, metric.replace("_", " "))
+    return f"{words} (%)" if metric in PERCENT_METRICS else words
+
+
+def save(fig, png: Path, pdf: Path | None = None) -> None:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    for path, fmt in ((png, "png"), (pdf, "pdf")):
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=150)
+    for path in (png, pdf):
+        if path is not None:
+            with atomic_path(path) as tmp:
+                fig.savefig(tmp, format=Path(path).suffix.lstrip("."), dpi=150)
     plt.close(fig)
 
 
-def _palette(report: Report):
-    _, sns = _plt()
-    colors = sns.color_palette("tab10" if len(report.algorithms) <= 10 else "husl", len(report.algorithms))
-    return dict(zip(report.algorithms, colors))
-
-
-def _experiment_title(report: Report, experiment: str) -> str:
-    a = report.attributes(experiment)
-    parts = [attribute_label("dataset", a["dataset"]), str(a["dynamics"] or "")]
-    if a.get("inner"):
-        parts.append(f"({a['inner']})")
+def _experiment_title(frame: pd.DataFrame, experiment: str) -> str:
+    a = frame[frame["experiment"] == experiment].iloc[0]
+    parts = [attribute_label("dataset", a["dataset"]), str(a["dynamics"] or ""), f"({a['inner']})" if isinstance(
+        a["inner"], str) else ""]
     return f"{experiment}\n" + " ".join(p for p in parts if p)
 
 
-def _diverged_suffix(runs, experiment: str, algorithm: str) -> str:
-    diverged = runs.diverged(experiment, algorithm)
-    return " †diverged" if diverged else ""
+def _legend_labels(frame: pd.DataFrame) -> pd.Series:
+    """Each row's label, "† diverged" appended for an algorithm with a diverged run in that experiment."""
+    diverged = frame.groupby(["experiment", "algorithm"])["diverged_at"].transform(lambda c: c.notna().any())
+    return frame["label"] + np.where(diverged, " † diverged", "")
 
 
-def curves(spec: dict, runs):
-    """Per experiment, `metric` against the round: mean over seeds and a ± one std band (Figs. 6, 7, 10)."""
-    from fedavail.report.runs import sampled_curve
-
-    report = Report(spec)
-    metric, sample_every = report.settings["metric"], report.settings["sample_every"]
-    scale = 100.0 if metric in PERCENT_METRICS else 1.0
-    colors = _palette(report)
-    fig, axes = _panels(len(report.experiments))
-    records = []
-    for ax, (experiment, info) in zip(axes[0], report.experiments.items()):
-        for algorithm in info["algorithms"]:
-            run = runs.run(experiment, algorithm)
-            seeds = [sampled_curve(r, metric, sample_every, report.rounds(experiment)).rename(seed)
-                     for seed, r in run.groupby("seed")]
-            seeds = [s for s in seeds if len(s)]
-            if not seeds:
-                continue
-            table = pd.concat(seeds, axis=1).sort_index() * scale
-            mean, std = table.mean(axis=1), table.std(axis=1, ddof=0).fillna(0.0)
-            label = report.label(algorithm) + _diverged_suffix(runs, experiment, algorithm)
-            ax.plot(mean.index, mean.to_numpy(), color=colors[algorithm], label=label, lw=1.4)
-            low, high = mean - std, mean + std
-            if report.settings["log_y"]:
-                low = low.where(low > 0, mean)
-            ax.fill_between(mean.index, low.to_numpy(), high.to_numpy(), color=colors[algorithm], alpha=0.2, lw=0)
-            for round_, m, s in zip(mean.index, mean.to_numpy(), std.to_numpy()):
-                records.append({"experiment": experiment, "algorithm": algorithm, "label": report.label(algorithm),
-                                "round": int(round_), "metric": metric, "mean": m, "std": s, "seeds": len(seeds)})
-        if report.settings["log_y"]:
+def curves(job: dict, frame: pd.DataFrame):
+    """Per experiment, `metric` against the round: the mean over seeds and a band of ± one std (Figs. 6, 7, 10)."""
+    _, sns = _plt()
+    s = job["report"]
+    scale = 100.0 if s["metric"] in PERCENT_METRICS else 1.0
+    values = tidy.sampled(frame, s["metric"], s["sample_every"]).merge(
+        frame.drop_duplicates(tidy.RUN).assign(legend=_legend_labels)[[*tidy.RUN, "label", "legend"]], on=tidy.RUN)
+    values["value"] *= scale
+    fig, axes = _panels(len(s["experiments"]))
+    for ax, experiment in zip(axes[0], s["experiments"]):
+        part = values[values["experiment"] == experiment]
+        if len(part):
+            sns.lineplot(data=part, x="round", y="value", hue="legend", errorbar="sd", ax=ax, lw=1.4)
+            ax.legend(title="algorithm", fontsize=7, loc="best")
+        if s["log_y"]:
             ax.set_yscale("log")
-        ylabel = {"consensus_error": "consensus error (1/m) Σ‖x_i − x̄‖²"}.get(metric, metric)
-        ax.set(title=_experiment_title(report, experiment), xlabel="global round",
-               ylabel=f"{metric} (%)" if scale == 100 else ylabel)
-        ax.legend(fontsize=7, loc="best")
-    return fig, pd.DataFrame(records)
+        ax.set(title=_experiment_title(frame, experiment), xlabel="round", ylabel=metric_label(s["metric"]))
+    fig.suptitle(title(job))
+    data = tidy.over_seeds(values, ["experiment", "algorithm", "label", "round"]).assign(metric=s["metric"])
+    return fig, data.drop(columns="finite")
 
 
-def _sweep_value(report: Report, experiment: str, algorithm: str, parameter: str):
-    spec = report.experiments[experiment]["algorithms"][algorithm]
-    if parameter in spec:
-        return float(spec[parameter])
-    if spec["algorithm"] == "fedswe" and parameter == "k":
-        return 100.0  # FedSWE's default k
-    return float("nan")
-
-
-def k_sweep(spec: dict, runs):
-    """Figs. 8/9 and 11/12: final test accuracy (last-N average) and rounds to reach a target accuracy against k."""
-    from fedavail.report.runs import first_reaching, sampled_curve, window_mean
-    from fedavail.report.scored_model import is_server_row
-
-    report = Report(spec)
-    settings = report.settings
-    parameter, last_n, target = settings["parameter"], settings["last_n"], settings["target"]
-    fig, axes = _panels(len(report.experiments), rows=2)
-    records = []
-    for column, (experiment, info) in enumerate(report.experiments.items()):
-        rounds = report.rounds(experiment)
-        for algorithm in info["algorithms"]:
-            run = runs.run(experiment, algorithm)
-            finals, reached = [], []
-            for _, r in run.groupby("seed"):
-                finals.append(window_mean(r, "test_acc", last_n, rounds))
-                hit = first_reaching(sampled_curve(r, "test_acc", settings["sample_every"], rounds), target)
-                reached.append(np.nan if hit is None else hit)
-            finals, reached = np.asarray(finals, float), np.asarray(reached, float)
-            records.append({
-                "experiment": experiment, "algorithm": algorithm, "label": report.label(algorithm),
-                parameter: _sweep_value(report, experiment, algorithm, parameter),
-                "test_acc_mean": 100 * np.nanmean(finals) if np.isfinite(finals).any() else np.nan,
-                "test_acc_std": 100 * np.nanstd(finals) if np.isfinite(finals).any() else np.nan,
-                "rounds_to_target_mean": np.nanmean(reached) if np.isfinite(reached).any() else np.nan,
-                "rounds_to_target_std": np.nanstd(reached) if np.isfinite(reached).any() else np.nan,
-                "seeds": len(finals), "seeds_reaching_target": int(np.isfinite(reached).sum()),
-                "target": target, "diverged": bool(runs.diverged(experiment, algorithm))})
-        frame = pd.DataFrame([r for r in records if r["experiment"] == experiment]).sort_values(parameter)
+def k_sweep(job: dict, frame: pd.DataFrame):
+    """Figs. 8/9 and 11/12: final test accuracy (last-N average) and rounds to reach a target accuracy against k;
+    one line for the reported model and, for local-copy algorithms, one for the server model x^t."""
+    _, sns = _plt()
+    s = job["report"]
+    parameter, target = s["parameter"], s["target"]
+    finals = tidy.window_mean(frame, "test_acc", s["last_n"])
+    curve = tidy.sampled(frame, "test_acc", s["sample_every"])
+    reached = tidy.first_reaching(curve, target, tidy.RUN).rename("reached").reset_index()
+    runs = frame.drop_duplicates(tidy.RUN)[[*tidy.RUN, "label", f"algorithm.{parameter}", "diverged_at"]].merge(
+        finals, on=tidy.RUN).merge(reached, on=tidy.RUN, how="left")
+    runs = runs.rename(columns={f"algorithm.{parameter}": parameter}).assign(
+        model=np.where(runs["algorithm"].map(tidy.is_server_row), "server model x^t", "reported model"),
+        accuracy=100 * runs["value"])
+    fig, axes = _panels(len(s["experiments"]), rows=2)
+    for column, experiment in enumerate(s["experiments"]):
+        part = runs[runs["experiment"] == experiment]
         top, bottom = axes[0][column], axes[1][column]
-        # One line per scored model: the reported one, and the server model x^t of local-copy algorithms.
-        for server, line in frame.groupby(frame["algorithm"].map(is_server_row)):
-            style = {"ls": "--" if server else "-", "label": "server model x^t" if server else "reported model"}
-            top.errorbar(line[parameter], line["test_acc_mean"], yerr=line["test_acc_std"], marker="o", capsize=3,
-                         color="C0", **style)
-            bottom.errorbar(line[parameter], line["rounds_to_target_mean"], yerr=line["rounds_to_target_std"],
-                            marker="s", capsize=3, color="C1", **style)
-        if frame["algorithm"].map(is_server_row).any():
-            top.legend(fontsize=7)
-        for _, r in frame[frame["diverged"]].iterrows():
-            top.annotate("†", (r[parameter], r["test_acc_mean"]))
-        for ax in (top, bottom):
-            ax.set_xscale("symlog", linthresh=1.0)
-            ax.set_xlabel(parameter)
-        if np.isfinite(frame["rounds_to_target_mean"]).any():
-            bottom.set_yscale("log")
+        sns.lineplot(data=part, x=parameter, y="accuracy", style="model", marker="o", errorbar="sd", ax=top)
+        if part["reached"].notna().any():
+            sns.lineplot(data=part, x=parameter, y="reached", style="model", marker="s", errorbar="sd", ax=bottom)
+            bottom.set_yscale("symlog", linthresh=1.0)
         else:
             bottom.text(0.5, 0.5, f"no run reached {100 * target:g}%", ha="center", va="center",
                         transform=bottom.transAxes)
-        top.set(title=_experiment_title(report, experiment), ylabel=f"test accuracy (%), last {last_n} rounds")
+        for ax in (top, bottom):
+            ax.set_xscale("symlog", linthresh=1.0)
+            ax.set_xlabel({"k": "interpolation coefficient k"}.get(parameter, parameter))
+        top.set(title=_experiment_title(frame, experiment), ylabel=f"test accuracy (%), last {s['last_n']} rounds")
         bottom.set_ylabel(f"rounds to {100 * target:g}% test accuracy")
-    return fig, pd.DataFrame(records)
+    fig.suptitle(title(job))
+    by = ["experiment", "algorithm", "label", parameter]
+    accuracy = tidy.over_seeds(runs.assign(value=runs["accuracy"]), by)
+    rounds = tidy.over_seeds(runs.assign(value=runs["reached"]), by)
+    data = accuracy.rename(columns={"mean": "test_acc_mean", "std": "test_acc_std"}).drop(columns="finite").assign(
+        rounds_to_target_mean=rounds["mean"], rounds_to_target_std=rounds["std"],
+        seeds_reaching_target=rounds["finite"], target=target,
+        diverged=runs.groupby(by, sort=False)["diverged_at"].apply(lambda c: c.notna().any()).to_numpy())
+    return fig, data
 
 
-def grid(spec: dict, runs):
-    """Fig. 3: train and test accuracy (last-N average, mean ± std over seeds) against attribute x, one line per hue."""
-    from fedavail.report.runs import window_mean
-
-    report = Report(spec)
-    settings = report.settings
-    x, hue, last_n = settings["x"], settings["hue"], settings["last_n"]
-    records = []
-    for experiment, info in report.experiments.items():
-        attributes = report.attributes(experiment)
-        for algorithm in info["algorithms"]:
-            run = runs.run(experiment, algorithm)
-            for metric in ("train_acc", "test_acc"):
-                values = np.asarray([window_mean(r, metric, last_n, report.rounds(experiment))
-                                     for _, r in run.groupby("seed")], float)
-                finite = values[np.isfinite(values)]
-                records.append({"experiment": experiment, "algorithm": algorithm, "label": report.label(algorithm),
-                                x: attributes[x], hue: attributes[hue], "metric": metric,
-                                "mean": 100 * finite.mean() if len(finite) else np.nan,
-                                "std": 100 * finite.std() if len(finite) else np.nan, "seeds": len(values),
-                                "diverged": bool(runs.diverged(experiment, algorithm))})
-    frame = pd.DataFrame(records)
+def grid(job: dict, frame: pd.DataFrame):
+    """Fig. 3: train and test accuracy (last-N average, mean ± std over seeds) against attribute x, one line per
+    hue (and per algorithm when there are several)."""
     _, sns = _plt()
+    s = job["report"]
+    x, hue = s["x"], s["hue"]
+    runs = frame.drop_duplicates(tidy.RUN)[[*tidy.RUN, "label", x, hue]]
+    values = pd.concat([runs.merge(tidy.window_mean(frame, m, s["last_n"]), on=tidy.RUN).assign(metric=m)
+                        for m in ("train_acc", "test_acc")], ignore_index=True)
+    values["value"] *= 100
+    values["series"] = [attribute_label(hue, v) for v in values[hue]]
     fig, axes = _panels(2)
-    hues = list(dict.fromkeys(frame[hue]))
-    colors = dict(zip(hues, sns.color_palette("viridis", len(hues))))
-    many = frame["algorithm"].nunique() > 1
+    many = values["algorithm"].nunique() > 1
     for ax, metric in zip(axes[0], ("train_acc", "test_acc")):
-        for (h, algorithm), part in frame[frame["metric"] == metric].groupby([hue, "algorithm"], sort=False):
-            part = part.sort_values(x)
-            label = attribute_label(hue, h) + (f", {report.label(algorithm)}" if many else "")
-            label += " †diverged" if part["diverged"].any() else ""
-            ax.errorbar(part[x], part["mean"], yerr=part["std"], marker="o", capsize=3, color=colors[h], label=label)
-        ax.set(xlabel=attribute_label(x, "").rstrip(" =") or x, ylabel=f"{metric.split('_')[0]} accuracy (%)",
-               title=f"{'Train' if metric == 'train_acc' else 'Test'} accuracy, last {last_n} rounds")
-        ax.legend(fontsize=8)
-    return fig, frame
+        sns.lineplot(data=values[values["metric"] == metric], x=x, y="value", hue="series", marker="o",
+                     style="label" if many else None, errorbar="sd", err_style="bars", ax=ax)
+        ax.legend(title=hue, fontsize=8)
+        ax.set(xlabel=attribute_label(x, "").rstrip(" =") or x, ylabel=metric_label(metric),
+               title=f"{metric_label(metric).removesuffix(' (%)')}, last {s['last_n']} rounds")
+    fig.suptitle(title(job))
+    return fig, tidy.over_seeds(values, ["experiment", "algorithm", "label", x, hue, "metric"]).drop(columns="finite")
 
 
-def fast_ratio(spec: dict, runs):
-    """FAST: test accuracy (mean of the last `last` evaluations) against Ratio, one panel per experiment."""
-    from fedavail.report.runs import arbitrary_ratio, last_values
-
-    report = Report(spec)
-    last = report.settings["last"]
-    colors = _palette(report)
-    fig, axes = _panels(len(report.experiments))
-    records = []
-    for ax, (experiment, info) in zip(axes[0], report.experiments.items()):
-        for algorithm in info["algorithms"]:
-            run = runs.run(experiment, algorithm)
-            values = np.asarray([v for _, r in run.groupby("seed") for v in last_values(r, "test_acc", last)], float)
-            ratios = np.asarray([arbitrary_ratio(r) for _, r in run.groupby("seed")], float)
-            ratio = float(np.nanmean(ratios)) if np.isfinite(ratios).any() else 1.0
-            mean = 100 * values.mean() if len(values) else np.nan
-            std = 100 * values.std() if len(values) else np.nan
-            records.append({"experiment": experiment, "algorithm": algorithm, "label": report.label(algorithm),
-                            "ratio": 100 * ratio, "snapshots": bool(np.isfinite(ratios).any()), "acc_mean": mean,
-                            "acc_std": std, "diverged": bool(runs.diverged(experiment, algorithm))})
-            ax.errorbar([100 * ratio], [mean], yerr=[std], marker="o" if np.isfinite(ratios).any() else "s",
-                        capsize=3, color=colors[algorithm],
-                        label=report.label(algorithm) + _diverged_suffix(runs, experiment, algorithm))
-        ax.set(title=_experiment_title(report, experiment), xlabel="Ratio: rounds with arbitrary participation (%)",
-               ylabel=f"test accuracy (%), last {last}")
-        ax.legend(fontsize=7, loc="best")
-    return fig, pd.DataFrame(records)
+def fast_ratio(job: dict, frame: pd.DataFrame):
+    """FAST: test accuracy (the last `last` evaluations, mean ± std) against Ratio, one panel per experiment;
+    algorithms without snapshot rounds sit at Ratio = 100%."""
+    _, sns = _plt()
+    s = job["report"]
+    keys = ["experiment", "algorithm"]
+    accuracy = tidy.over_seeds(tidy.last_values(frame, "test_acc", s["last"]), keys, 100)
+    ratio = tidy.over_seeds(tidy.arbitrary_ratio(frame), keys, 100)
+    data = tidy.describe_runs(frame)[[*keys, "label", "diverged"]].merge(
+        accuracy.rename(columns={"mean": "acc_mean", "std": "acc_std"})[[*keys, "acc_mean", "acc_std"]], on=keys,
+        how="left").merge(ratio.rename(columns={"mean": "ratio"})[[*keys, "ratio"]], on=keys, how="left")
+    data = data.assign(snapshots=np.isfinite(data["ratio"]), ratio=data["ratio"].fillna(100.0))
+    colors = dict(zip(data["label"].unique(), sns.color_palette("tab10", data["label"].nunique())))
+    fig, axes = _panels(len(s["experiments"]))
+    for ax, experiment in zip(axes[0], s["experiments"]):
+        for r in data[data["experiment"] == experiment].itertuples():
+            ax.errorbar([r.ratio], [r.acc_mean], yerr=[r.acc_std], marker="o" if r.snapshots else "s", capsize=3,
+                        color=colors[r.label], label=r.label + (" † diverged" if r.diverged else ""))
+        ax.set(title=_experiment_title(frame, experiment), xlabel="Ratio: rounds with arbitrary participation (%)",
+               ylabel=f"test accuracy (%), last {s['last']} evaluations")
+        ax.legend(title="algorithm", fontsize=7, loc="best")
+    fig.suptitle(title(job))
+    return fig, data
 
 
-def toy_heterogeneity(spec: dict, runs=None):
+def experiment_figure(job: dict, frame: pd.DataFrame):
+    """An experiment's test accuracy against the round per algorithm, mean over seeds ± one std; an algorithm with
+    diverged runs is labelled "† diverged: seed s at round r"."""
+    _, sns = _plt()
+    described = tidy.describe_runs(frame)
+    legend = {a: f"{a} † diverged: {d}" if d else a for a, d in zip(described["algorithm"], described["diverged"])}
+    evaluated = frame.dropna(subset=["test_acc"]) if "test_acc" in frame else frame.iloc[0:0].assign(test_acc=[])
+    evaluated = evaluated.assign(algorithm=evaluated["algorithm"].map(legend), test_acc=100 * evaluated["test_acc"])
+    fig, axes = _panels(1, width=7, height=4.5)
+    ax = axes[0][0]
+    if len(evaluated):
+        sns.lineplot(data=evaluated, x="round", y="test_acc", hue="algorithm", errorbar="sd", ax=ax)
+    for label in sorted(set(legend.values()) - set(evaluated["algorithm"])):
+        ax.plot([], [], linestyle="none", marker="x", label=f"{label} (never evaluated)")
+    ax.legend(title="algorithm")
+    ax.set(xlabel="round", ylabel="test accuracy (%)",
+           title=f"{job['name']}: test accuracy of the server model per round (mean ± std over seeds)")
+    return fig
+
+
+def toy_heterogeneity(job: dict, frame=None):
     """Fig. 2 (Example 1): |lim E x^t − x*| of FedAvg over (p1, p2), exact."""
     from fedavail.report import toy
 
-    settings = spec["report"]
+    settings = job["report"]
     u1, u2 = settings["u"]
     grid_values = np.linspace(0.0, 1.0, settings["resolution"])
     weightings = settings["weightings"]
@@ -253,14 +215,15 @@ def toy_heterogeneity(spec: dict, runs=None):
         p1, p2 = np.meshgrid(grid_values, grid_values)
         records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(),
                                      "bias": bias.ravel()}))
+    fig.suptitle(title(job))
     return fig, pd.concat(records, ignore_index=True)
 
 
-def toy_interpolation(spec: dict, runs=None):
+def toy_interpolation(job: dict, frame=None):
     """Fig. 5: FedSWE on two alternating scalar clients, exact; gradient ∇F(x^t) and consensus error per k."""
     from fedavail.report import toy
 
-    s = spec["report"]
+    s = job["report"]
     fig, axes = _panels(len(s["k"]), width=4.5, height=3.2, rows=2)
     records = []
     for column, k in enumerate(s["k"]):
@@ -272,13 +235,14 @@ def toy_interpolation(spec: dict, runs=None):
         top.plot(rounds[0::2], gradient[0::2], lw=1.2, label="after client 1 (even rounds)")
         top.plot(rounds[1::2], gradient[1::2], lw=1.2, label="after client 2 (odd rounds)")
         top.axhline(0.0, color="k", lw=0.8, ls="--", label="global optimum")
-        top.set(title=f"k = {k:g}: gradient (steady ±{steady:.3g})", xlabel="global round", ylabel="∇F(x^t)")
+        top.set(title=f"k = {k:g}: gradient (steady ±{steady:.3g})", xlabel="round", ylabel="∇F(x^t)")
         top.legend(fontsize=7)
         bottom.plot(result["round"], result["consensus"], lw=0.8, color="C1")
-        bottom.set(title=f"k = {k:g}: consensus error", xlabel="global round", ylabel="(1/2) Σ (x_i − x̄)²")
+        bottom.set(title=f"k = {k:g}: consensus error", xlabel="round", ylabel="(1/2) Σ (x_i − x̄)²")
         records.append(pd.DataFrame({"k": k, "round": result["round"], "x": result["x"],
                                      "gradient": result["gradient"], "consensus": result["consensus"],
                                      "steady_bias": steady}))
+    fig.suptitle(title(job))
     return fig, pd.concat(records, ignore_index=True)
 
 

@@ -1,7 +1,7 @@
 """Algorithm identities for the reports: the paper's name for a config's algorithm, its display label and its group.
 
 A config names algorithms freely (`fedavg_active`, `swe100`, ...); the paper tables name them by what they run.
-`canonical(spec)` maps an algorithm spec (as in config `algorithms:`) to that identity, so a reproduced cell can be
+`canonical(run)` maps a run's resolved algorithm settings to that identity, so a reproduced cell can be
 matched with a published one whatever the config calls it:
 
   fedavg weighting active|all|known  -> fedavg_active | fedavg_all | fedavg_known
@@ -33,22 +33,24 @@ def _number(value) -> str:
     return f"{float(value):g}"
 
 
-def canonical(spec: dict) -> str:
-    """The paper identity of an algorithm spec ({algorithm: name, ...hyperparameters})."""
-    name = spec["algorithm"]
+def canonical(run) -> str:
+    """The paper identity of a run from its resolved settings (fedavail.report.frame: algorithm_name and
+    `algorithm.<hyperparameter>` columns, the algorithm's defaults filled in)."""
+    name = run["algorithm_name"]
+    option = lambda key: run[f"algorithm.{key}"]  # noqa: E731
     if name == "fedavg":
-        return f"fedavg_{spec.get('weighting', 'active')}"
+        return f"fedavg_{option('weighting')}"
     if name == "fedswe":
-        return f"fedswe_k{_number(spec.get('k', 100))}"
+        return f"fedswe_k{_number(option('k'))}"
     if name == "fast":
-        schedule = spec.get("schedule", "bernoulli")
+        schedule = option("schedule")
         if schedule == "adaptive":
-            tail = f"ada{_number(spec.get('lam', 1.0))}"
+            tail = f"ada{_number(option('lam'))}"
         elif schedule == "every":
-            tail = f"I{int(spec.get('interval', 2))}"
+            tail = f"I{int(option('interval'))}"
         else:
-            tail = f"q{_number(spec.get('q', 0.5))}"
-        base = spec.get("base", "fedavg")
+            tail = f"q{_number(option('q'))}"
+        base = option("base")
         return f"fast_{tail}" if base == "fedavg" else f"fastplus_{base}_{tail}"
     return name
 
@@ -75,7 +77,3 @@ def display(identity: str) -> str:
 def group(identity: str) -> int:
     """1 = not aided by memory or known statistics, 2 = memory or known statistics (FedSWE Table 2)."""
     return 2 if identity in MEMORY_OR_KNOWN else 1
-
-
-def has_snapshots(identity: str) -> bool:
-    return identity.startswith("fast_") or identity.startswith("fastplus_")

@@ -1,121 +1,19 @@
-"""Per-experiment tables (mean ± std over seeds of the last-N-round test accuracy) and accuracy curves."""
+"""The table kinds, each a groupby or pivot of the report's view of the tidy frame (fedavail.report.frame.view).
 
-from pathlib import Path
+Every builder takes the job spec and that frame and returns the table to print, its numbers in long form (the CSV:
+one row per cell, which fedavail.report.compare matches with the published values)."""
 
 import numpy as np
 import pandas as pd
 
-from fedavail.io import atomic_path, write_text
-
-
-def load_runs(run_dirs: list[Path]) -> tuple[pd.DataFrame, list[dict]]:
-    """All runs' per-round metrics in one frame (with algorithm and seed columns), and their summaries."""
-    from fedavail.report.runs import read_run
-
-    frames, summaries = [], []
-    for run_dir in run_dirs:
-        summary, metrics = read_run(run_dir)
-        metrics["algorithm"] = summary["algorithm_id"]
-        metrics["seed"] = summary["seed"]
-        frames.append(metrics)
-        summaries.append(summary)
-    return pd.concat(frames, ignore_index=True), summaries
-
-
-def final_accuracy(metrics: pd.DataFrame, last_n: int, rounds: int, column: str = "test_acc") -> float:
-    """Mean of `column` over the evaluated rounds among the last `last_n` of the run (NaN if never evaluated)."""
-    if column not in metrics:
-        return float("nan")
-    tail = metrics[metrics["round"] >= rounds - last_n][column].dropna()
-    return float(tail.mean()) if len(tail) else float("nan")
-
-
-def summary_table(metrics: pd.DataFrame, summaries: list[dict], algorithms: list[str], last_n: int,
-                  rounds: int) -> pd.DataFrame:
-    diverged = {(s["algorithm_id"], s["seed"]): s["diverged_at"] for s in summaries}
-    rows = []
-    for algorithm in algorithms:
-        runs = metrics[metrics["algorithm"] == algorithm]
-        per_seed = {seed: final_accuracy(run, last_n, rounds) for seed, run in runs.groupby("seed")}
-        train = [final_accuracy(run, last_n, rounds, "train_acc") for _, run in runs.groupby("seed")]
-        values = np.array(list(per_seed.values()), dtype=float)
-        diverged_runs = sorted((seed, at) for (alg, seed), at in diverged.items()
-                               if alg == algorithm and at is not None)
-        diverged_seeds = [seed for seed, _ in diverged_runs]
-        rows.append({
-            "algorithm": algorithm,
-            "test_acc_mean": np.nanmean(values) if np.isfinite(values).any() else np.nan,
-            "test_acc_std": np.nanstd(values, ddof=0) if np.isfinite(values).any() else np.nan,
-            "train_acc_mean": np.nanmean(train) if np.isfinite(train).any() else np.nan,
-            "seeds": len(values),
-            "diverged_seeds": ",".join(map(str, diverged_seeds)),
-            "diverged_at": "; ".join(f"seed {seed} at round {at}" for seed, at in diverged_runs),
-        })
-    return pd.DataFrame(rows)
-
-
-def markdown(table: pd.DataFrame, title: str, last_n: int) -> str:
-    lines = [f"# {title}", "",
-             f"Test accuracy (%) of the global model, mean ± std over seeds of the last-{last_n}-round average.", "",
-             "| algorithm | test accuracy | train accuracy | seeds | note |", "|---|---|---|---|---|"]
-    for row in table.itertuples():
-        note = f"† diverged: {row.diverged_at}" if row.diverged_at else ""
-        if row.test_acc_mean == row.test_acc_mean:
-            test = f"{100 * row.test_acc_mean:.2f} ± {100 * row.test_acc_std:.2f}" + (" †" if note else "")
-            train = f"{100 * row.train_acc_mean:.2f}"
-        else:  # no run of this algorithm was evaluated in its last rounds
-            test = train = f"diverged ({row.diverged_at})" if note else "—"
-        lines.append(f"| {row.algorithm} | {test} | {train} | {row.seeds} | {note} |")
-    return "\n".join(lines) + "\n"
-
-
-def accuracy_figure(metrics: pd.DataFrame, path: Path, title: str, diverged: dict[str, str] | None = None) -> None:
-    """Test accuracy curves per algorithm; an algorithm with diverged runs is labelled "† diverged: seed s at round
-    r" (`diverged`: algorithm -> that text)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    labels = {a: f"{a} † diverged: {what}" for a, what in (diverged or {}).items() if what}
-    evaluated = metrics.dropna(subset=["test_acc"]) if "test_acc" in metrics else metrics.iloc[0:0]
-    evaluated = evaluated.assign(algorithm=evaluated["algorithm"].map(lambda a: labels.get(a, a)))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    if len(evaluated):
-        sns.lineplot(data=evaluated, x="round", y="test_acc", hue="algorithm", errorbar="sd", ax=ax)
-    for label in sorted(set(labels.values()) - set(evaluated["algorithm"])):
-        ax.plot([], [], linestyle="none", marker="x", label=f"{label} (never evaluated)")
-    if labels:
-        ax.legend()
-    ax.set(xlabel="round", ylabel="test accuracy", title=title)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", dpi=120)
-    plt.close(fig)
-
-
-def experiment_report(spec: dict, run_dirs: list[Path], table_md: Path, table_csv: Path, figure: Path) -> None:
-    metrics, summaries = load_runs(run_dirs)
-    algorithms = list(spec["algorithms"])
-    table = summary_table(metrics, summaries, algorithms, spec["last_n"], spec["rounds"])
-    with atomic_path(table_csv) as tmp:
-        table.to_csv(tmp, index=False)
-    write_text(table_md, markdown(table, spec["experiment"], spec["last_n"]))
-    accuracy_figure(metrics, figure, spec["experiment"], dict(zip(table["algorithm"], table["diverged_at"])))
-
-
-# ---------------------------------------------------------------- cross-experiment tables (config `reports:`)
-#
-# Each builder takes the report job's spec (fedavail.report.spec.job_spec) and the loaded runs and returns the table
-# to print, its numbers in long form (the CSV) and, for the paper-table kinds, the cells to compare with the
-# published values (fedavail.report.compare).
+from fedavail.report import frame as tidy
+from fedavail.report.render import Cell, Section, TextTable, rank_marks
 
 DATASET_LABELS = {"svhn": "SVHN", "cifar10": "CIFAR-10", "cinic10": "CINIC-10", "mnist5k": "MNIST-5k",
                   "fashion_mnist": "Fashion-MNIST", "digits": "digits", "shakespeare": "Shakespeare",
                   "shakespeare_leaf": "Shakespeare (LEAF)", "shakespeare_leaf_json": "Shakespeare (LEAF JSON)"}
 _SYMBOLS = {"gamma": "γ", "alpha": "α", "k": "k", "p": "p"}
+GROUPS = {1: "not aided by memory or known statistics", 2: "aided by memory or known statistics"}
 
 
 def attribute_label(attribute: str, value) -> str:
@@ -127,329 +25,218 @@ def attribute_label(attribute: str, value) -> str:
     return f"{_SYMBOLS.get(attribute, attribute)} = {shown}"
 
 
-class Report:
-    """The job spec with the lookups every builder needs."""
-
-    def __init__(self, spec: dict):
-        from fedavail.report import labels as lab
-
-        self.spec, self.settings = spec, spec["report"]
-        self._lab = lab
-        # The spec travels as JSON with sorted keys: restore the config's order of experiments and algorithms.
-        self.experiments = {}
-        for name in self.settings.get("experiments") or spec["experiments"]:
-            info = dict(spec["experiments"][name])
-            order = info.get("algorithm_order") or list(info["algorithms"])
-            info["algorithms"] = {a: info["algorithms"][a] for a in order}
-            self.experiments[name] = info
-        order = self.settings.get("algorithms")
-        seen = list(order) if order else []
-        for info in self.experiments.values():
-            seen += [a for a in info["algorithms"] if a not in seen]
-        self.algorithms = [a for a in seen if any(a in i["algorithms"] for i in self.experiments.values())]
-
-    def identity(self, experiment: str, algorithm: str) -> str:
-        return self._lab.canonical(self.experiments[experiment]["algorithms"][algorithm])
-
-    def any_identity(self, algorithm: str) -> str:
-        for experiment, info in self.experiments.items():
-            if algorithm in info["algorithms"]:
-                return self.identity(experiment, algorithm)
-        return algorithm
-
-    def label(self, algorithm: str) -> str:
-        return self.settings.get("labels", {}).get(algorithm) or self._lab.display(self.any_identity(algorithm))
-
-    def group(self, algorithm: str) -> int:
-        aided = self.settings.get("memory_aided")
-        if aided is not None:
-            return 2 if algorithm in aided else 1
-        return self._lab.group(self.any_identity(algorithm))
-
-    def ordered(self) -> list[str]:
-        return sorted(self.algorithms, key=lambda a: (self.group(a), self.algorithms.index(a)))
-
-    def attributes(self, experiment: str) -> dict:
-        return self.experiments[experiment]["attributes"]
-
-    def rounds(self, experiment: str) -> int:
-        return int(self.experiments[experiment]["training"]["rounds"])
-
-    def title(self) -> str:
-        return self.settings.get("title") or self.spec["name"]
+def title(job: dict) -> str:
+    return job["report"].get("title") or job["name"]
 
 
-def _cell_record(report: Report, experiment: str, algorithm: str, metric: str, mean, std, seeds: int,
-                 diverged: list) -> dict:
-    attributes = report.attributes(experiment)
-    return {"experiment": experiment, "algorithm": algorithm, "identity": report.identity(experiment, algorithm),
-            "label": report.label(algorithm), "group": report.group(algorithm), "dataset": attributes["dataset"],
-            "dynamics": attributes["dynamics"], "alpha": attributes["alpha"], "gamma": attributes["gamma"],
-            "metric": metric, "mean": mean, "std": std, "seeds": seeds, "rounds": report.rounds(experiment),
-            "clients": attributes["num_clients"],
-            "diverged": "; ".join(f"seed {s} at round {r}" for s, r in diverged)}
+def cells(frame: pd.DataFrame, values: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
+    """mean ± std over seeds per (experiment, algorithm, metric), beside the settings of its runs."""
+    stats = tidy.over_seeds(values, ["experiment", "algorithm", "metric"], scale)
+    described = tidy.describe_runs(frame).rename(columns={"num_clients": "clients"})
+    return stats.merge(described, on=["experiment", "algorithm"], how="left")
 
 
-def _seed_stats(values) -> tuple[float, float]:
-    values = np.asarray(values, dtype=float)
-    finite = values[np.isfinite(values)]
-    if not len(finite):
-        return float("nan"), float("nan")
-    return float(finite.mean()), float(finite.std(ddof=0))
-
-
-def _diverged_note(records: list[dict]) -> list[str]:
-    seen = sorted({(r["experiment"], r["label"], r["diverged"]) for r in records if r["diverged"]})
-    return [f"† diverged (non-finite model or exploding loss), kept and marked: {e} / {label}: {what}." for e, label, what in seen]
-
-
-def _mean_std_text(mean: float, std: float, decimals: int, diverged: str) -> str:
+def mean_std_text(mean: float, std: float, decimals: int, diverged: str) -> str:
     """`diverged`: "seed s at round r; ..." for a cell with diverged runs, else empty."""
-    mark = " †" if diverged else ""
     if mean != mean:
         return f"diverged ({diverged}) †" if diverged else "—"
-    return f"{mean:.{decimals}f} ± {std:.{decimals}f}{mark}"
+    return f"{mean:.{decimals}f} ± {std:.{decimals}f}" + (" †" if diverged else "")
 
 
-def accuracy_table(spec: dict, runs) -> tuple:
+def diverged_notes(table: pd.DataFrame) -> list[str]:
+    seen = table[table["diverged"] != ""].drop_duplicates(["experiment", "label", "diverged"]) if len(table) else table
+    return [f"† diverged (non-finite model or exploding loss), kept and marked: {r.experiment} / {r.label}: "
+            f"{r.diverged}." for r in seen.sort_values(["experiment", "label"]).itertuples()]
+
+
+def _grouped(table: pd.DataFrame):
+    """(group, its algorithms in order) for the groups present."""
+    ordered = table.drop_duplicates("algorithm").sort_values(["group", "order"], kind="stable")
+    return [(g, list(part["algorithm"])) for g, part in ordered.groupby("group", sort=True)]
+
+
+def accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
     """FedSWE Table 2 (kind fedswe_table: row blocks by `blocks`, columns by `columns`) and Tables 8/9 (kind sweep:
     columns by `parameter`): train and test accuracy, mean ± std over seeds of each run's last-N-round average."""
-    from fedavail.report.render import Cell, Section, TextTable, rank_marks
-    from fedavail.report.runs import window_mean
-    from fedavail.report.scored_model import is_server_row
-
-    report = Report(spec)
-    settings = report.settings
-    sweep = settings["kind"] == "sweep"
-    column_attr = settings["parameter"] if sweep else settings["columns"]
-    block_attr = None if sweep else settings["blocks"]
-    last_n, decimals = settings["last_n"], settings["decimals"]
-    records = []
-    for experiment, info in report.experiments.items():
-        for algorithm in info["algorithms"]:
-            run = runs.run(experiment, algorithm)
-            diverged = runs.diverged(experiment, algorithm)
-            for metric in ("train_acc", "test_acc"):
-                values = [window_mean(r, metric, last_n, report.rounds(experiment)) for _, r in run.groupby("seed")]
-                mean, std = _seed_stats(values)
-                record = _cell_record(report, experiment, algorithm, metric, 100 * mean, 100 * std, len(values),
-                                      diverged)
-                record["column"] = report.attributes(experiment)[column_attr]
-                record["block"] = report.attributes(experiment)[block_attr] if block_attr else ""
-                records.append(record)
-    frame = pd.DataFrame(records)
-    columns = list(dict.fromkeys(frame["column"]))
-    blocks = list(dict.fromkeys(frame["block"]))
+    s = job["report"]
+    column_attr = s["parameter"] if s["kind"] == "sweep" else s["columns"]
+    block_attr = None if s["kind"] == "sweep" else s["blocks"]
+    values = pd.concat([tidy.window_mean(frame, m, s["last_n"]).assign(metric=m) for m in ("train_acc", "test_acc")])
+    table_cells = cells(frame, values)
+    table_cells["column"] = table_cells[column_attr]
+    table_cells["block"] = table_cells[block_attr].fillna("") if block_attr else ""
+    columns = list(dict.fromkeys(table_cells["column"]))
     headers = [f"{attribute_label(column_attr, c)} {m}" for c in columns for m in ("train", "test")]
-    description = (f"Accuracy (%) as mean ± std over seeds of each run's average over its last {last_n} rounds. Bold: "
-                   "best of the algorithms not aided by memory or known statistics in each column; underlined: "
+    description = (f"Accuracy (%) as mean ± std over seeds of each run's average over its last {s['last_n']} rounds. "
+                   "Bold: best of the algorithms not aided by memory or known statistics in each column; underlined: "
                    "second best; server-model rows are unranked. Algorithms aided by memory or known statistics are "
                    "listed below them, unranked.")
-    table = TextTable(report.title(), description, ["algorithm", *headers])
-    for block in blocks:
-        in_block = frame[frame["block"] == block]
-        present = [a for a in report.ordered() if a in set(in_block["algorithm"])]
-        marks = {}
-        for (column, metric), cells in in_block.groupby(["column", "metric"], sort=False):
-            eligible = cells[(cells["group"] == 1) & ~cells["algorithm"].map(is_server_row)]
-            marks[(column, metric)] = rank_marks(dict(zip(eligible["algorithm"], eligible["mean"])), decimals)
-        for group in (1, 2):
-            members = [a for a in present if report.group(a) == group]
-            if not members:
-                continue
-            name = "not aided by memory or known statistics" if group == 1 else "aided by memory or known statistics"
-            table.rows.append(Section(f"{attribute_label(block_attr, block)}: {name}" if block_attr else name))
+    table = TextTable(title(job), description, ["algorithm", *headers])
+    for block, in_block in table_cells.groupby("block", sort=False):
+        eligible = in_block[(in_block["group"] == 1) & ~in_block["algorithm"].map(tidy.is_server_row)]
+        marks = {key: rank_marks(dict(zip(part["algorithm"], part["mean"])), s["decimals"])
+                 for key, part in eligible.groupby(["column", "metric"], sort=False)}
+        lookup = in_block.set_index(["algorithm", "column", "metric"])
+        for group, members in _grouped(in_block):
+            table.rows.append(Section(f"{attribute_label(block_attr, block)}: {GROUPS[group]}" if block_attr
+                                      else GROUPS[group]))
             for algorithm in members:
-                row = [report.label(algorithm)]
+                row = [in_block.loc[in_block["algorithm"] == algorithm, "label"].iloc[0]]
                 for column in columns:
                     for metric in ("train_acc", "test_acc"):
-                        cell = in_block[(in_block["algorithm"] == algorithm) & (in_block["column"] == column)
-                                        & (in_block["metric"] == metric)]
-                        if cell.empty:
+                        if (algorithm, column, metric) not in lookup.index:
                             row.append("n/a")
                             continue
-                        c = cell.iloc[0]
-                        text = _mean_std_text(c["mean"], c["std"], decimals, c["diverged"])
-                        row.append(Cell(text, marks[(column, metric)].get(algorithm)))
+                        c = lookup.loc[(algorithm, column, metric)]
+                        row.append(Cell(mean_std_text(c["mean"], c["std"], s["decimals"], c["diverged"]),
+                                        marks.get((column, metric), {}).get(algorithm)))
                 table.rows.append(row)
-    table.footnotes += _diverged_note(records)
-    return table, frame, frame
+    table.footnotes += diverged_notes(table_cells)
+    return table, table_cells.drop(columns=["finite", "order"])
 
 
-def _targets(report: Report, runs, experiment: str) -> tuple[list[float], str]:
-    from fedavail.report.runs import window_mean
-
-    settings = report.settings
-    targets = settings.get("targets")
+def _targets(job: dict, frame: pd.DataFrame, experiment: str) -> tuple[list[float], str]:
+    s = job["report"]
+    targets = s.get("targets")
     if isinstance(targets, dict) and experiment in targets:
         return [float(t) for t in targets[experiment]], "given"
     if isinstance(targets, list):
         return [float(t) for t in targets], "given"
-    info = report.experiments[experiment]
-    last_n = int(info["training"]["last_n"])
-    finals = []
-    for algorithm in info["algorithms"]:
-        values = [window_mean(r, "test_acc", last_n, report.rounds(experiment))
-                  for _, r in runs.run(experiment, algorithm).groupby("seed")]
-        finals.append(_seed_stats(values)[0])
-    best = np.nanmax(finals) if np.isfinite(finals).any() else float("nan")
-    if not np.isfinite(best):
+    finals = tidy.over_seeds(tidy.window_mean(frame[frame["experiment"] == experiment], "test_acc"), ["algorithm"])
+    if not np.isfinite(finals["mean"]).any():
         return [], "no finite accuracy"
+    best = finals["mean"].max()
     base = np.floor(best * 10 + 1e-9) / 10 or best
-    return [round(f * base, 6) for f in settings["fractions"]], (
-        f"fractions {', '.join(f'{f:g}' for f in settings['fractions'])} of the best final test accuracy "
+    return [round(f * base, 6) for f in s["fractions"]], (
+        f"fractions {', '.join(f'{f:g}' for f in s['fractions'])} of the best final test accuracy "
         f"{100 * best:.1f}% rounded down to {100 * base:g}%")
 
 
-def rounds_to_target_table(spec: dict, runs) -> tuple:
+def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
     """FedSWE Table 7: the first round at which the mean test accuracy over seeds, sampled every `sample_every`
     rounds, reaches each target accuracy; "—" when it never does."""
-    from fedavail.report.render import Cell, Section, TextTable
-    from fedavail.report.runs import first_reaching, mean_curve
-
-    report = Report(spec)
-    sample_every = report.settings["sample_every"]
+    every = job["report"]["sample_every"]
+    curve = tidy.sampled(frame, "test_acc", every).groupby(["experiment", "algorithm", "round"], sort=False)[
+        "value"].mean().reset_index()
     records, headers, notes, columns = [], [], [], []
-    for experiment, info in report.experiments.items():
-        targets, how = _targets(report, runs, experiment)
+    for experiment in job["report"]["experiments"]:
+        targets, how = _targets(job, frame, experiment)
         notes.append(f"{experiment}: targets {', '.join(f'{100 * t:g}%' for t in targets) or 'none'} ({how}).")
+        dataset = frame.loc[frame["experiment"] == experiment, "dataset"].iloc[0]
         for target in targets:
-            columns.append((experiment, target))
-            headers.append(f"{attribute_label('dataset', report.attributes(experiment)['dataset'])} "
-                           f"{100 * target:g}%")
-        for algorithm in info["algorithms"]:
-            run = runs.run(experiment, algorithm)
-            curve = mean_curve(run, "test_acc", sample_every, report.rounds(experiment))
-            diverged = runs.diverged(experiment, algorithm)
-            for target in targets:
-                reached = first_reaching(curve, target) if len(curve) else None
-                record = _cell_record(report, experiment, algorithm, f"rounds_to_{100 * target:g}",
-                                      float("nan") if reached is None else float(reached), float("nan"),
-                                      run["seed"].nunique(), diverged)
-                record["target"] = target
-                records.append(record)
-    frame = pd.DataFrame(records)
-    description = (f"First round at which the test accuracy, averaged over seeds and sampled every {sample_every} "
+            columns.append((experiment, f"rounds_to_{100 * target:g}"))
+            headers.append(f"{attribute_label('dataset', dataset)} {100 * target:g}%")
+            runs = frame[frame["experiment"] == experiment].drop_duplicates(tidy.RUN)
+            reached = tidy.first_reaching(curve[curve["experiment"] == experiment], target, ["algorithm"])
+            records.append(runs.assign(value=runs["algorithm"].map(reached), metric=columns[-1][1], target=target))
+    values = pd.concat(records, ignore_index=True) if records else frame.iloc[0:0].assign(value=[], metric=[])
+    table_cells = cells(frame, values, 1.0)
+    table_cells = table_cells.merge(values.drop_duplicates(["experiment", "metric"])[
+        ["experiment", "metric", "target"]], on=["experiment", "metric"])
+    description = (f"First round at which the test accuracy, averaged over seeds and sampled every {every} "
                    "rounds, reaches each target; — when it never does.")
-    table = TextTable(report.title(), description, ["algorithm", *headers])
-    for group in (1, 2):
-        members = [a for a in report.ordered() if report.group(a) == group]
-        if not members:
-            continue
-        table.rows.append(Section("not aided by memory or known statistics" if group == 1
-                                  else "aided by memory or known statistics"))
+    table = TextTable(title(job), description, ["algorithm", *headers])
+    lookup = table_cells.set_index(["algorithm", "experiment", "metric"])
+    for group, members in _grouped(table_cells):
+        table.rows.append(Section(GROUPS[group]))
         for algorithm in members:
-            row = [report.label(algorithm)]
-            for experiment, target in columns:
-                cell = frame[(frame["algorithm"] == algorithm) & (frame["experiment"] == experiment)
-                             & np.isclose(frame["target"], target)] if len(frame) else frame
-                if cell.empty:
+            row = [table_cells.loc[table_cells["algorithm"] == algorithm, "label"].iloc[0]]
+            for experiment, metric in columns:
+                if (algorithm, experiment, metric) not in lookup.index:
                     row.append("n/a")
                     continue
-                c = cell.iloc[0]
-                text = "—" if c["mean"] != c["mean"] else f"{int(c['mean'])}"
-                row.append(Cell(text + (" †" if c["diverged"] else "")))
+                c = lookup.loc[(algorithm, experiment, metric)]
+                row.append(Cell(("—" if c["mean"] != c["mean"] else f"{int(c['mean'])}") + (" †" if c["diverged"]
+                                                                                             else "")))
             table.rows.append(row)
-    table.footnotes += notes + _diverged_note(records)
-    return table, frame, frame
+    table.footnotes += notes + diverged_notes(table_cells)
+    return table, table_cells.assign(std=np.nan).drop(columns=["finite", "order"])
 
 
-def fast_table(spec: dict, runs) -> tuple:
+def fast_table(job: dict, frame: pd.DataFrame) -> tuple:
     """FAST style: A ± B = mean and std of the last `last` evaluated test accuracies (of every seed, pooled) and
     Ratio = rounds with arbitrary participation / total rounds (mean over seeds), one row per experiment."""
-    from fedavail.report.render import Cell, TextTable
-    from fedavail.report.runs import arbitrary_ratio, last_values
-
-    report = Report(spec)
-    last, decimals = report.settings["last"], report.settings["decimals"]
-    records = []
-    for experiment, info in report.experiments.items():
-        for algorithm in info["algorithms"]:
-            run = runs.run(experiment, algorithm)
-            diverged = runs.diverged(experiment, algorithm)
-            seeds = run["seed"].nunique()
-            values = [v for _, r in run.groupby("seed") for v in last_values(r, "test_acc", last)]
-            mean, std = _seed_stats(values)
-            records.append(_cell_record(report, experiment, algorithm, "test_acc", 100 * mean, 100 * std, seeds,
-                                        diverged))
-            ratios = [arbitrary_ratio(r) for _, r in run.groupby("seed")]
-            ratio, ratio_std = _seed_stats(ratios)
-            records.append(_cell_record(report, experiment, algorithm, "ratio", 100 * ratio, 100 * ratio_std, seeds,
-                                        diverged))
-    frame = pd.DataFrame(records)
-    with_ratio = [a for a in report.algorithms
-                  if np.isfinite(frame[(frame["algorithm"] == a) & (frame["metric"] == "ratio")]["mean"]).any()]
-    headers = []
-    for algorithm in report.algorithms:
-        headers.append(report.label(algorithm))
-        if algorithm in with_ratio:
-            headers.append(f"{report.label(algorithm)} Ratio")
-    description = (f"Test accuracy (%) A ± B: mean and standard deviation of the last {last} test accuracies of every "
-                   "seed. Ratio = rounds with arbitrary participation / total rounds (%), for algorithms with snapshot "
-                   "rounds.")
-    table = TextTable(report.title(), description, ["experiment", *headers])
-    for experiment in report.experiments:
-        a = report.attributes(experiment)
-        name = " ".join(x for x in (attribute_label("dataset", a["dataset"]),
-                                    attribute_label("alpha", a["alpha"]) if a["alpha"] is not None else "",
-                                    str(a["dynamics"] or "")) if x)
-        row = [name]
-        for algorithm in report.algorithms:
-            cells = frame[(frame["experiment"] == experiment) & (frame["algorithm"] == algorithm)]
-            if cells.empty:
+    s = job["report"]
+    accuracy = tidy.last_values(frame, "test_acc", s["last"]).assign(metric="test_acc")
+    ratio = tidy.arbitrary_ratio(frame).assign(metric="ratio")
+    table_cells = cells(frame, pd.concat([accuracy, ratio], ignore_index=True))
+    seeds = frame.groupby(["experiment", "algorithm"])["seed"].nunique()
+    table_cells["seeds"] = [seeds[(e, a)] for e, a in zip(table_cells["experiment"], table_cells["algorithm"])]
+    algorithms = list(table_cells.sort_values("order", kind="stable").drop_duplicates("algorithm")["algorithm"])
+    label = dict(zip(table_cells["algorithm"], table_cells["label"]))
+    ratios = table_cells[table_cells["metric"] == "ratio"]
+    with_ratio = set(ratios.loc[np.isfinite(ratios["mean"]), "algorithm"])
+    headers = [h for a in algorithms for h in [label[a]] + ([f"{label[a]} Ratio"] if a in with_ratio else [])]
+    description = (f"Test accuracy (%) A ± B: mean and standard deviation of the last {s['last']} test accuracies of "
+                   "every seed. Ratio = rounds with arbitrary participation / total rounds (%), for algorithms with "
+                   "snapshot rounds.")
+    table = TextTable(title(job), description, ["experiment", *headers])
+    lookup = table_cells.set_index(["experiment", "algorithm", "metric"])
+    for experiment in s["experiments"]:
+        a = frame[frame["experiment"] == experiment].iloc[0]
+        name = [attribute_label("dataset", a["dataset"]), attribute_label("alpha", a["alpha"]) if pd.notna(
+            a["alpha"]) else "", str(a["dynamics"] or "")]
+        row = [" ".join(x for x in name if x)]
+        for algorithm in algorithms:
+            if (experiment, algorithm, "test_acc") not in lookup.index:
                 row += ["n/a"] * (2 if algorithm in with_ratio else 1)
                 continue
-            acc = cells[cells["metric"] == "test_acc"].iloc[0]
-            row.append(Cell(_mean_std_text(acc["mean"], acc["std"], decimals, acc["diverged"])))
+            acc = lookup.loc[(experiment, algorithm, "test_acc")]
+            row.append(Cell(mean_std_text(acc["mean"], acc["std"], s["decimals"], acc["diverged"])))
             if algorithm in with_ratio:
-                ratio = cells[cells["metric"] == "ratio"].iloc[0]["mean"]
-                row.append("—" if ratio != ratio else f"{ratio:.1f}%")
+                value = lookup.loc[(experiment, algorithm, "ratio"), "mean"]
+                row.append("—" if value != value else f"{value:.1f}%")
         table.rows.append(row)
-    table.footnotes += _diverged_note(records)
-    return table, frame, frame
+    table.footnotes += diverged_notes(table_cells)
+    return table, table_cells.drop(columns=["finite", "order"])
 
 
-def memory_table(spec: dict, runs) -> tuple:
+def memory_table(job: dict, frame: pd.DataFrame) -> tuple:
     """State memory per algorithm (summary.json state_bytes), with the model dimension, peak memory and wall time."""
-    from fedavail.report.render import Section, TextTable
-
-    report = Report(spec)
-    s = runs.summaries
-    records = []
-    for experiment, info in report.experiments.items():
-        for algorithm in info["algorithms"]:
-            rows = s[(s["experiment"] == experiment) & (s["algorithm"] == algorithm)]
-            if rows.empty:
-                continue
-            state = float(rows["state_bytes"].mean())
-            dimension = float(rows["dimension"].mean()) if rows["dimension"].notna().any() else float("nan")
-            records.append({"experiment": experiment, "algorithm": algorithm,
-                            "identity": report.identity(experiment, algorithm), "label": report.label(algorithm),
-                            "state_bytes": state, "dimension": dimension,
-                            "model_copies": state / (4 * dimension) if dimension == dimension else float("nan"),
-                            "peak_memory_bytes": float(rows["peak_memory_bytes"].mean()),
-                            "wall_seconds": float(rows["wall_seconds"].mean()), "seeds": len(rows),
-                            "diverged": "; ".join(f"seed {int(r.seed)} at round {int(r.diverged_at)}"
-                                                  for r in rows.itertuples() if r.diverged_at == r.diverged_at)})
-    frame = pd.DataFrame(records)
+    runs = frame.drop_duplicates(tidy.RUN)
+    means = runs.groupby(["experiment", "algorithm"], sort=False)[
+        ["state_bytes", "dimension", "peak_memory_bytes", "wall_seconds"]].mean()
+    table_cells = tidy.describe_runs(frame)[["experiment", "algorithm", "identity", "label", "diverged"]].merge(
+        means.reset_index(), on=["experiment", "algorithm"])
+    table_cells["model_copies"] = table_cells["state_bytes"] / (4 * table_cells["dimension"])
+    table_cells["seeds"] = runs.groupby(["experiment", "algorithm"], sort=False).size().to_numpy()
     description = ("Bytes of algorithm state at the end of training (every tensor the algorithm keeps: server model, "
                    "per-client tables, counters), in MiB and in float32 model copies (state / 4d); peak process "
                    "memory and wall time are means over seeds.")
-    table = TextTable(report.title(), description, ["algorithm", "state (MiB)", "model copies", "d",
-                                                    "peak memory (MiB)", "wall time (s)"])
-    for experiment in report.experiments:
-        part = frame[frame["experiment"] == experiment] if len(frame) else frame
-        if part.empty:
-            continue
+    table = TextTable(title(job), description, ["algorithm", "state (MiB)", "model copies", "d",
+                                                "peak memory (MiB)", "wall time (s)"])
+    for experiment, part in table_cells.groupby("experiment", sort=False):
         table.rows.append(Section(experiment))
-        for r in part.itertuples():
-            table.rows.append([r.label + (" †" if r.diverged else ""), f"{r.state_bytes / 2**20:.3f}",
-                               f"{r.model_copies:.1f}", f"{r.dimension:.0f}", f"{r.peak_memory_bytes / 2**20:.0f}",
-                               f"{r.wall_seconds:.1f}"])
-    table.footnotes += [f"† diverged (non-finite model or exploding loss), kept and marked: {r.experiment} / {r.label}: {r.diverged}."
-                        for r in frame.itertuples() if r.diverged] if len(frame) else []
-    return table, frame, None
+        table.rows += [[r.label + (" †" if r.diverged else ""), f"{r.state_bytes / 2**20:.3f}",
+                        f"{r.model_copies:.1f}", f"{r.dimension:.0f}", f"{r.peak_memory_bytes / 2**20:.0f}",
+                        f"{r.wall_seconds:.1f}"] for r in part.itertuples()]
+    table.footnotes += diverged_notes(table_cells)
+    return table, table_cells
+
+
+def experiment_table(job: dict, frame: pd.DataFrame) -> tuple:
+    """An experiment's table: test accuracy of the server model, mean ± std over seeds of the last-N-round
+    average, per algorithm (fractions in the CSV, percent in the Markdown)."""
+    last_n = job["report"]["last_n"]
+    values = pd.concat([tidy.window_mean(frame, m, last_n).assign(metric=m) for m in ("test_acc", "train_acc")])
+    by_metric = {m: part.set_index("algorithm") for m, part in cells(frame, values, 1.0).groupby("metric")}
+    test = by_metric["test_acc"].sort_values("order", kind="stable")
+    data = pd.DataFrame({"algorithm": test.index, "test_acc_mean": test["mean"].to_numpy(),
+                         "test_acc_std": test["std"].to_numpy(),
+                         "train_acc_mean": by_metric["train_acc"]["mean"].reindex(test.index).to_numpy(),
+                         "seeds": test["seeds"].to_numpy(), "diverged_at": test["diverged"].to_numpy()})
+    table = TextTable(job["name"], f"Test accuracy (%) of the global model, mean ± std over seeds of the "
+                      f"last-{last_n}-round average.", ["algorithm", "test accuracy", "train accuracy", "seeds", "note"])
+    for r in data.itertuples():
+        note = f"† diverged: {r.diverged_at}" if r.diverged_at else ""
+        if r.test_acc_mean == r.test_acc_mean:
+            test = mean_std_text(100 * r.test_acc_mean, 100 * r.test_acc_std, 2, r.diverged_at)
+            train = f"{100 * r.train_acc_mean:.2f}"
+        else:  # no run of this algorithm was evaluated in its last rounds
+            test = train = f"diverged ({r.diverged_at})" if note else "—"
+        table.rows.append([r.algorithm, test, train, str(r.seeds), note])
+    return table, data
 
 
 TABLE_BUILDERS = {"fedswe_table": accuracy_table, "sweep": accuracy_table, "rounds_to_target": rounds_to_target_table,
-                  "fast_table": fast_table, "memory": memory_table}
+                  "fast_table": fast_table, "memory": memory_table, "experiment": experiment_table}

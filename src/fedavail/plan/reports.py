@@ -1,0 +1,469 @@
+"""The config's `reports:` section as typed specs, one dataclass per report kind with its defaults written once here;
+each report job's slice of the config; and every report output path.
+
+    reports:
+      table2: {kind: fedswe_table, experiments: [svhn_stationary, svhn_sine, ...]}
+      fig8:   {kind: k_sweep, experiments: [svhn_two_group], last_n: 500}
+      fig2:   {kind: toy_heterogeneity}
+
+Outputs: a table-shaped report writes results/reports/<name>/table.{md,tex,csv}, and a paper table also the published
+values beside ours, results/reports/<name>/paper.{md,tex,csv}; a figure writes results/reports/<name>/figure.{png,pdf}
+and the numbers it plots, figure.csv. Each experiment gets results/experiments/<experiment>/table.{md,csv} and
+accuracy.png; every run, one row per round with its settings as columns, is in results/runs.parquet.
+
+Imported by the Snakefile while it builds the DAG: no torch, no pandas."""
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fedavail.plan.claims import check_cells, parse_claims, referenced
+
+# What an experiment is, in the words the tables, figures and published values use (fedavail.report.frame columns).
+ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds", "trace_model", "dynamics", "gamma",
+              "period", "low", "p", "distribution", "window", "inner")
+Attribute = Literal[ATTRIBUTES]
+EvalModel = Literal["local_mean", "global"]
+RUNS_FRAME = "results/runs.parquet"
+
+
+def _list(*values):
+    return field(default_factory=lambda: list(values))
+
+
+@dataclass(frozen=True)
+class Report:
+    kind: str
+    title: str | None = None
+    experiments: list[str] = _list()
+    algorithms: list[str] | None = None  # a subset of the experiments' algorithms, and their row order
+    labels: dict[str, str] = field(default_factory=dict)  # algorithm name -> display label
+
+    SHAPE: typing.ClassVar[str] = "table"
+    POSITIVE: typing.ClassVar[tuple] = ()  # integer keys that must be >= 1
+    LAYOUT: typing.ClassVar[tuple] = ()  # keys naming the attributes that place an experiment in the table
+
+    def check(self, config: dict) -> None:
+        """Raise ValueError("<key>: ...") for what the types cannot say."""
+        self._check_positive()
+        self._check_experiments(config)
+        self._check_layout(config)
+
+    def _check_positive(self) -> None:
+        for key in self.POSITIVE:
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ValueError(f"{key}: must be a positive integer, got {value!r}")
+        if getattr(self, "decimals", 0) < 0:
+            raise ValueError(f"decimals: must be >= 0, got {self.decimals!r}")
+
+    def _check_experiments(self, config: dict) -> None:
+        if not self.experiments:
+            raise ValueError(f"experiments: kind {self.kind!r} needs at least one experiment")
+        for experiment in self.experiments:
+            if experiment not in config["experiments"]:
+                raise ValueError(f"experiments: {experiment!r} is not defined under 'experiments'")
+        offered = {a for e in self.experiments for a in config["experiments"][e]["algorithms"]}
+        for algorithm in self.algorithms or ():
+            if algorithm not in offered:
+                raise ValueError(f"algorithms: {algorithm!r} is run by none of the report's experiments")
+
+    def _check_layout(self, config: dict) -> None:
+        placed = {}
+        for experiment in self.experiments:
+            settings = experiment_settings(config, experiment)
+            position = []
+            for key in self.LAYOUT:
+                attribute = getattr(self, key)
+                if attribute not in settings["applies"]:
+                    raise ValueError(f"{key}: experiment {experiment!r} has no {attribute!r}")
+                position.append(settings.get(attribute))
+            position = tuple(position)
+            if self.LAYOUT and position in placed:
+                raise ValueError(f"experiments: {placed[position]!r} and {experiment!r} land in the same cell "
+                                 f"({', '.join(f'{getattr(self, k)} = {v}' for k, v in zip(self.LAYOUT, position))})")
+            placed[position] = experiment
+
+    def selected(self, config: dict, experiment: str) -> list[str]:
+        ran = config["experiments"][experiment]["algorithms"]
+        return list(ran) if self.algorithms is None else [a for a in self.algorithms if a in ran]
+
+
+@dataclass(frozen=True)
+class Accuracy(Report):
+    last_n: int = 50
+    eval_model: EvalModel = "local_mean"
+    decimals: int = 1
+    memory_aided: list[str] | None = None  # group 2 (unranked); by default MIFA, FedVARP, FedAvg with known p_i^t
+    paper: bool = True
+    SHAPE = "paper_table"
+    POSITIVE = ("last_n",)
+
+
+@dataclass(frozen=True)
+class FedsweTable(Accuracy):
+    columns: Attribute = "dataset"
+    blocks: Attribute = "dynamics"
+    LAYOUT = ("blocks", "columns")
+
+
+@dataclass(frozen=True)
+class Sweep(Accuracy):
+    parameter: Attribute = None
+    LAYOUT = ("parameter",)
+
+
+@dataclass(frozen=True)
+class RoundsToTarget(Report):
+    targets: list[float] | dict[str, list[float]] | None = None  # None: `fractions` of the best final accuracy
+    fractions: list[float] = _list(0.25, 0.5, 0.75, 1.0)
+    sample_every: int = 20
+    eval_model: EvalModel = "local_mean"
+    memory_aided: list[str] | None = None
+    paper: bool = True
+    SHAPE = "paper_table"
+    POSITIVE = ("sample_every",)
+
+    def check(self, config: dict) -> None:
+        super().check(config)
+        targets = self.targets
+        if isinstance(targets, dict) and set(targets) - set(self.experiments):
+            raise ValueError(f"targets: {sorted(set(targets) - set(self.experiments))[0]!r} is not one of the "
+                             "report's experiments")
+        lists = list(targets.values()) if isinstance(targets, dict) else [] if targets is None else [targets]
+        for values in [*lists, self.fractions]:
+            if not values or not all(0 < v <= 1 for v in values):
+                raise ValueError(f"targets: accuracies in (0, 1] as a list (or a mapping experiment -> list), got "
+                                 f"{values!r}")
+
+
+@dataclass(frozen=True)
+class FastTable(Report):
+    last: int = 5
+    decimals: int = 2
+    paper: bool = True
+    SHAPE = "paper_table"
+    POSITIVE = ("last",)
+
+
+@dataclass(frozen=True)
+class Memory(Report):
+    pass
+
+
+@dataclass(frozen=True)
+class Curves(Report):
+    metric: str = "test_acc"
+    sample_every: int | None = None
+    log_y: bool = False
+    eval_model: EvalModel = "local_mean"
+    SHAPE = "figure"
+    POSITIVE = ("sample_every",)
+
+
+@dataclass(frozen=True)
+class Consensus(Report):
+    metric: str = "consensus_error"
+    sample_every: int | None = None
+    log_y: bool = True
+    SHAPE = "figure"
+    POSITIVE = ("sample_every",)
+
+
+@dataclass(frozen=True)
+class KSweep(Report):
+    parameter: str = "k"  # an algorithm hyperparameter
+    last_n: int = 500
+    target: float = 0.4
+    sample_every: int | None = None
+    eval_model: EvalModel = "local_mean"
+    SHAPE = "figure"
+    POSITIVE = ("last_n", "sample_every")
+
+    def check(self, config: dict) -> None:
+        super().check(config)
+        if not 0 < self.target <= 1:
+            raise ValueError(f"target: an accuracy in (0, 1], got {self.target!r}")
+        for experiment in self.experiments:
+            for algorithm in self.selected(config, experiment):
+                spec = config["algorithms"][algorithm]
+                if self.parameter not in spec and spec["algorithm"] != "fedswe":
+                    raise ValueError(f"parameter: algorithm {algorithm!r} has no hyperparameter {self.parameter!r}; "
+                                     "list the swept algorithms under 'algorithms'")
+
+
+@dataclass(frozen=True)
+class Grid(Report):
+    x: Attribute = None
+    hue: Attribute = None
+    last_n: int = 50
+    eval_model: EvalModel = "local_mean"
+    SHAPE = "figure"
+    POSITIVE = ("last_n",)
+    LAYOUT = ("x", "hue")
+
+    def check(self, config: dict) -> None:
+        if self.x == self.hue:
+            raise ValueError("hue: must differ from x")
+        super().check(config)
+
+
+@dataclass(frozen=True)
+class FastRatio(Report):
+    last: int = 5
+    SHAPE = "figure"
+    POSITIVE = ("last",)
+
+
+@dataclass(frozen=True)
+class Toy(Report):
+    SHAPE = "figure"
+
+    def check(self, config: dict) -> None:
+        if self.experiments:
+            raise ValueError(f"experiments: kind {self.kind!r} computes its figure exactly and uses no experiments")
+        self._check_positive()
+        if len(self.u) != 2:
+            raise ValueError(f"u: two numbers, got {self.u!r}")
+
+
+@dataclass(frozen=True)
+class ToyHeterogeneity(Toy):
+    u: list[float] = _list(0.0, 100.0)
+    resolution: int = 101
+    weightings: list[Literal["active", "all"]] = _list("active", "all")
+
+    def check(self, config: dict) -> None:
+        super().check(config)
+        if self.resolution < 3:
+            raise ValueError(f"resolution: an integer >= 3, got {self.resolution!r}")
+        if not self.weightings:
+            raise ValueError("weightings: a list of 'active' and/or 'all'")
+
+
+@dataclass(frozen=True)
+class ToyInterpolation(Toy):
+    u: list[float] = _list(100.0, -100.0)
+    k: list[float] = _list(0, 1)
+    rounds: int = 1000
+    local_steps: int = 10
+    lr: float = 0.001
+    global_lr: float = 1.0
+    POSITIVE = ("rounds", "local_steps")
+
+    def check(self, config: dict) -> None:
+        super().check(config)
+        if not self.k or min(self.k) < 0:
+            raise ValueError(f"k: a list of numbers >= 0, got {self.k!r}")
+        for key in ("lr", "global_lr"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"{key}: a positive number, got {getattr(self, key)!r}")
+
+
+@dataclass(frozen=True)
+class Claims(Report):
+    claims: list = None
+    last_n: int | None = None  # by default each experiment's training.last_n
+    model: EvalModel = "local_mean"
+    POSITIVE = ("last_n",)
+
+    def check(self, config: dict) -> None:
+        for i, claim in enumerate(parse_claims(self.claims)):
+            for cell in check_cells(claim["check"]):
+                experiment, algorithm = cell["experiment"], cell["algorithm"]
+                if experiment not in config["experiments"]:
+                    raise ValueError(f"claims[{i}]: experiment {experiment!r} is not defined under 'experiments'")
+                if algorithm not in config["experiments"][experiment]["algorithms"]:
+                    raise ValueError(f"claims[{i}]: experiment {experiment!r} does not run algorithm {algorithm!r}")
+        super().check(config)
+
+
+KINDS = {"fedswe_table": FedsweTable, "sweep": Sweep, "rounds_to_target": RoundsToTarget, "fast_table": FastTable,
+         "memory": Memory, "curves": Curves, "consensus": Consensus, "k_sweep": KSweep, "grid": Grid,
+         "fast_ratio": FastRatio, "toy_heterogeneity": ToyHeterogeneity, "toy_interpolation": ToyInterpolation,
+         "claims": Claims}
+REQUIRED_KEYS = {"sweep": ("parameter",), "grid": ("x", "hue"), "claims": ("claims",)}
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _fits(value, hint) -> bool:
+    """`value` has the annotated type (an int is a float, a bool is neither)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Literal:
+        return value in args
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, h) for h in args)
+    if origin is list:
+        return isinstance(value, list) and (not args or all(_fits(v, args[0]) for v in value))
+    if origin is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) and _fits(v, args[1]) for k, v in value.items())
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _describe(hint) -> str:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Literal:
+        return f"one of {args}"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(h) for h in args)
+    if origin is list:
+        return f"a list of {_describe(args[0])}" if args else "a list"
+    if origin is dict:
+        return f"a mapping to {_describe(args[1])}"
+    return {type(None): "null", float: "a number", int: "an integer", bool: "true or false", str: "a string"}.get(
+        hint, getattr(hint, "__name__", str(hint)))
+
+
+def parse_report(name: str, raw: dict, config: dict) -> Report:
+    """The report's typed spec, checked against the config; ValueError("reports.<name>.<key>: ...") otherwise."""
+    where = f"reports.{name}"
+    try:
+        return _parse(raw, config)
+    except ValueError as error:
+        raise ValueError(f"{where}.{error}") from error
+
+
+def _parse(raw: dict, config: dict) -> Report:
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"kind: {kind!r} is not one of {sorted(KINDS)}")
+    cls = KINDS[kind]
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    for key, value in raw.items():
+        if key not in known:
+            raise ValueError(f"{key}: not a key of kind {kind!r} (keys: {sorted(known)})")
+        if not _fits(value, hints[key]):
+            raise ValueError(f"{key}: must be {_describe(hints[key])}, got {value!r}")
+    for key in REQUIRED_KEYS.get(kind, ()):
+        if key not in raw:
+            raise ValueError(f"{key}: required by kind {kind!r}")
+    report = cls(**raw)
+    if kind == "claims":
+        for key in ("experiments", "algorithms"):
+            if key in raw:
+                raise ValueError(f"{key}: kind 'claims' reads the experiments and algorithms its claims name; "
+                                 "do not list them")
+        experiments, algorithms = referenced(raw["claims"])
+        report = dataclasses.replace(report, experiments=experiments, algorithms=algorithms)
+    report.check(config)
+    return report
+
+
+def parse_reports(config: dict) -> dict[str, Report]:
+    return {name: parse_report(name, raw, config) for name, raw in (config.get("reports") or {}).items()}
+
+
+# ---------------------------------------------------------------- experiments and paths
+
+
+def experiment_settings(config: dict, experiment: str) -> dict:
+    """The experiment's attributes as the config states them, and `applies`: the attributes it has (a sine trace has
+    a γ even where the trace model's default gives it)."""
+    exp = config["experiments"][experiment]
+    partition = config["partitions"][exp["partition"]]
+    trace = {**config["traces"][exp["trace"]]}
+    trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
+    settings = attributes(experiment, partition, trace, exp["training"])
+    return {**settings, "applies": {a for a in ATTRIBUTES if settings[a] is not None} | applicable(settings)}
+
+
+def applicable(settings: dict) -> set[str]:
+    """The trace attributes that shape this experiment's availability."""
+    dynamics, inner = settings["dynamics"], settings["inner"]
+    found = set()
+    if dynamics == "sine":
+        found.add("gamma")
+    if dynamics in ("staircase", "sine") or (dynamics == "two_group" and inner == "staircase"):
+        found.add("period")
+        if dynamics != "sine":
+            found.add("low")
+    if dynamics == "two_group":
+        found |= {"window", "inner"}
+    return found
+
+
+def attributes(experiment: str, partition: dict, trace: dict, training: dict) -> dict:
+    """ATTRIBUTES of an experiment from its partition, trace (with any model defaults filled in) and training."""
+    model = trace["model"]
+    dynamics = {"fast": trace.get("distribution"), "markov": "markov", "cyclic": "cyclic"}.get(
+        model, trace.get("dynamics"))
+    settings = {"experiment": experiment, "dataset": partition["dataset"], "scheme": partition["scheme"],
+                "alpha": partition.get("alpha"), "num_clients": trace.get("num_clients") or partition.get(
+                    "num_clients"), "rounds": training["rounds"], "trace_model": model, "dynamics": dynamics,
+                "p": trace.get("p"), "distribution": trace.get("distribution"), "inner": trace.get("inner")}
+    shaping = applicable(settings)
+    for key in ("gamma", "period", "low", "window", "inner"):
+        settings[key] = trace.get(key) if key in shaping else None
+    return settings
+
+
+def _seeds(config: dict, experiment: str) -> list[int]:
+    return list(config["experiments"][experiment].get("seeds", config["seeds"]))
+
+
+def experiment_outputs(experiment: str) -> dict[str, str]:
+    folder = f"results/experiments/{experiment}"
+    return {"md": f"{folder}/table.md", "csv": f"{folder}/table.csv", "png": f"{folder}/accuracy.png"}
+
+
+def report_outputs(name: str, report: Report) -> dict[str, str]:
+    """Every file of the report (rules report_table, report_figure and report_paper write them)."""
+    folder = f"results/reports/{name}"
+    if report.SHAPE == "figure":
+        return {"png": f"{folder}/figure.png", "pdf": f"{folder}/figure.pdf", "csv": f"{folder}/figure.csv"}
+    paths = {"md": f"{folder}/table.md", "tex": f"{folder}/table.tex", "csv": f"{folder}/table.csv"}
+    if report.SHAPE == "paper_table":
+        paths.update(paper_md=f"{folder}/paper.md", paper_tex=f"{folder}/paper.tex", paper_csv=f"{folder}/paper.csv")
+    return paths
+
+
+# ---------------------------------------------------------------- job specs
+
+
+def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) -> dict:
+    """What a report job depends on: its settings and, per experiment, its partition, trace, training and the
+    algorithms it shows (lists keep the config's order through the rule's sorted JSON)."""
+    experiments = {}
+    for experiment, algorithms in selected.items():
+        exp = config["experiments"][experiment]
+        trace = {**config["traces"][exp["trace"]]}
+        trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
+        experiments[experiment] = {"partition": config["partitions"][exp["partition"]], "trace": trace,
+                                   "training": exp["training"], "algorithms": algorithms,
+                                   "seeds": _seeds(config, experiment)}
+    used = {a for info in experiments.values() for a in info["algorithms"]}
+    return {"name": name, "report": report, "experiments": experiments,
+            "algorithms": {a: config["algorithms"][a] for a in used}}
+
+
+def report_job(config: dict, name: str) -> dict:
+    report = parse_report(name, config["reports"][name], config)
+    selected = {e: report.selected(config, e) for e in report.experiments}
+    return _job(config, name, dataclasses.asdict(report), selected)
+
+
+def experiment_job(config: dict, experiment: str) -> dict:
+    """The per-experiment table and accuracy figure."""
+    training = config["experiments"][experiment]["training"]
+    report = {"kind": "experiment", "title": experiment, "experiments": [experiment], "last_n": training["last_n"]}
+    return _job(config, experiment, report, {experiment: list(config["experiments"][experiment]["algorithms"])})
+
+
+def runs_job(config: dict) -> dict:
+    """Every run of the config (results/runs.parquet)."""
+    report = {"kind": "runs", "title": "runs", "experiments": list(config["experiments"])}
+    return _job(config, "runs", report, {e: list(x["algorithms"]) for e, x in config["experiments"].items()})
+
+
+def run_dirs(job: dict) -> list[str]:
+    return [f"results/runs/{e}/{a}/seed{s}" for e, info in job["experiments"].items() for a in info["algorithms"]
+            for s in info["seeds"]]

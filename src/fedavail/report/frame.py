@@ -1,0 +1,195 @@
+"""One tidy frame of runs: a row per run × round, the run's settings as columns beside every metric it logged.
+
+Settings columns: experiment, algorithm (the config's name), algorithm_name (the registry's), one
+`algorithm.<hyperparameter>` column per hyperparameter with the algorithm's defaults filled in, the experiment
+attributes of fedavail.plan.reports.ATTRIBUTES (trace model defaults filled in), last_n, seed, and the run's summary
+(diverged_at, state_bytes, dimension, wall_seconds, peak_memory_bytes, rounds_completed). Every table, figure and
+claim is a filter, groupby or pivot of it; `over_seeds` is the one place a mean ± std over seeds is taken."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fedavail.plan.reports import attributes
+from fedavail.report import labels
+
+RUN = ["experiment", "algorithm", "seed"]
+SUMMARY = ("diverged_at", "state_bytes", "dimension", "wall_seconds", "peak_memory_bytes", "rounds_completed")
+SERVER_SUFFIX = "@server"
+SCORED_COLUMNS = ("test_acc", "test_loss", "train_acc", "train_loss")  # "<column>_local_mean": the local copies' mean
+
+
+def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
+    """A finished run's summary.json and metrics.parquet; a damaged one is named, with how to rebuild it."""
+    from fedavail.io import UnreadableFileError
+
+    summary_path, metrics_path = Path(run_dir) / "summary.json", Path(run_dir) / "metrics.parquet"
+    try:
+        summary = json.loads(summary_path.read_text())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise UnreadableFileError(summary_path, "run summary", error) from error
+    try:
+        metrics = pd.read_parquet(metrics_path)
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise UnreadableFileError(metrics_path, "run metrics", error) from error
+    return summary, metrics
+
+
+def algorithm_settings(spec: dict) -> dict:
+    """algorithm_name and every scalar hyperparameter, the algorithm class's defaults filled in."""
+    from fedavail.algorithms import ALGORITHMS
+
+    name = spec["algorithm"]
+    values = {f.name: f.default for f in dataclasses.fields(ALGORITHMS[name])
+              if f.init and f.default is not dataclasses.MISSING}
+    values.update({k: v for k, v in spec.items() if k != "algorithm"})
+    return {"algorithm_name": name, **{f"algorithm.{k}": v for k, v in values.items()
+                                       if v is None or isinstance(v, (bool, int, float, str))}}
+
+
+def experiment_attributes(name: str, info: dict) -> dict:
+    from fedavail.availability.traces import _MODEL_KEYS
+    from fedavail.specs import REQUIRED
+
+    defaults = {k: v for k, v in _MODEL_KEYS[info["trace"]["model"]].items() if v != REQUIRED}
+    trace = {**defaults, **info["trace"]}
+    return {**attributes(name, info["partition"], trace, info["training"]), "last_n": info["training"]["last_n"]}
+
+
+def load(job: dict, run_dirs) -> pd.DataFrame:
+    """The tidy frame of these runs of the job (fedavail.plan.reports job spec)."""
+    frames = []
+    for run_dir in run_dirs:
+        summary, metrics = read_run(run_dir)
+        parts = Path(run_dir).parts
+        experiment = summary.get("experiment") or parts[-3]
+        algorithm = summary.get("algorithm_id") or parts[-2]
+        seed = int(summary.get("seed", parts[-1].removeprefix("seed")))
+        settings = {**experiment_attributes(experiment, job["experiments"][experiment]), "algorithm": algorithm,
+                    **algorithm_settings(job["algorithms"][algorithm]), "seed": seed,
+                    **{k: summary.get(k) for k in SUMMARY}}
+        frames.append(metrics.assign(**{k: [v] * len(metrics) for k, v in settings.items()}))
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*RUN, "round"])
+    frame["diverged_at"] = frame.get("diverged_at", pd.Series(dtype=float)).astype("float64")
+    return frame
+
+
+# ---------------------------------------------------------------- the report's view: scored model, labels, order
+
+
+def is_server_row(algorithm) -> bool:
+    return str(algorithm).endswith(SERVER_SUFFIX)
+
+
+def scored(frame: pd.DataFrame) -> pd.DataFrame:
+    """Algorithms that log their local copies' mean are scored by it, and their server model follows as the row
+    `<algorithm>@server` (label "…, server model"). Its train columns are NaN when the local mean's were not logged."""
+    if "test_acc_local_mean" not in frame:
+        return frame
+    has_local = frame.groupby(["experiment", "algorithm"])["test_acc_local_mean"].transform(lambda c: c.notna().any())
+    local = frame[has_local].copy()
+    for column in SCORED_COLUMNS:
+        local[column] = local.get(f"{column}_local_mean", np.nan)
+    server = frame[has_local].assign(algorithm=frame.loc[has_local, "algorithm"] + SERVER_SUFFIX)
+    return pd.concat([frame[~has_local], local, server], ignore_index=True)
+
+
+def view(job: dict, frame: pd.DataFrame, eval_model: str | None = None) -> pd.DataFrame:
+    """The frame as the report shows it: scored model, and per row its algorithm's identity (labels.canonical),
+    label, group (1 = not aided by memory or known statistics) and order."""
+    settings = job["report"]
+    if (eval_model or settings.get("eval_model")) == "local_mean":
+        frame = scored(frame)
+    base = frame["algorithm"].str.removesuffix(SERVER_SUFFIX)
+    server = frame["algorithm"].map(is_server_row)
+    identity = frame.apply(labels.canonical, axis=1) if len(frame) else pd.Series(dtype=str)
+    given = settings.get("labels") or {}
+    label = [given.get(b) or labels.display(i) for b, i in zip(base, identity)]
+    order = list(settings.get("algorithms") or [])
+    for experiment in settings["experiments"]:
+        order += [a for a in job["experiments"][experiment]["algorithms"] if a not in order]
+    aided = settings.get("memory_aided")
+    group = [2 if (b in aided if aided is not None else labels.group(i) == 2) else 1 for b, i in zip(base, identity)]
+    return frame.assign(identity=identity, label=[f"{t}, server model" if s else t for t, s in zip(label, server)],
+                        group=group, order=[order.index(b) + 0.5 * s if b in order else len(order)
+                                            for b, s in zip(base, server)])
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def window_mean(frame: pd.DataFrame, column: str, last_n=None) -> pd.DataFrame:
+    """Per run: the mean of `column` over its evaluated rounds among the last `last_n` rounds of training (the
+    experiment's last_n by default); NaN for a run that never evaluated there or never logs the column."""
+    last_n = frame["last_n"] if last_n is None else last_n
+    values = frame[column] if column in frame else pd.Series(np.nan, index=frame.index)
+    tail = values.where(frame["round"] >= frame["rounds"] - last_n)
+    return _per_run(frame, tail.groupby([frame[k] for k in RUN], sort=False).mean())
+
+
+def last_values(frame: pd.DataFrame, column: str, count: int) -> pd.DataFrame:
+    """Per run and evaluation: the last `count` evaluated values of `column` (FAST's "last 5 test accuracies")."""
+    if column not in frame:
+        return frame.iloc[0:0][RUN].assign(value=np.nan)
+    evaluated = frame.dropna(subset=[column]).sort_values("round")
+    return evaluated.groupby(RUN, sort=False).tail(count)[RUN].assign(value=evaluated[column])
+
+
+def arbitrary_ratio(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per run: FAST's Ratio, rounds with arbitrary participation / rounds run (NaN without snapshot rounds)."""
+    snapshot = frame["snapshot"].astype(float) if "snapshot" in frame else pd.Series(np.nan, index=frame.index)
+    return _per_run(frame, 1.0 - snapshot.groupby([frame[k] for k in RUN], sort=False).mean())
+
+
+def _per_run(frame: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
+    runs = frame.drop_duplicates(RUN)[RUN]
+    return runs.merge(values.rename("value").reset_index(), on=RUN, how="left")
+
+
+def sampled(frame: pd.DataFrame, column: str, every: int | None) -> pd.DataFrame:
+    """Per run: the evaluated `column` by round; with `every`, the latest evaluation at or before rounds 0, S, 2S, …
+    up to the run's last round (earlier rounds, and rounds after a divergence, are left out)."""
+    if column not in frame:
+        return frame.iloc[0:0][[*RUN, "round"]].assign(value=np.nan)
+    evaluated = frame.dropna(subset=[column]).drop_duplicates([*RUN, "round"], keep="last")
+    if every is None:
+        return evaluated[[*RUN, "round"]].assign(value=evaluated[column])
+    pieces, by_run = [], {key: run for key, run in evaluated.groupby(RUN, sort=False)}
+    for key, run in frame.groupby(RUN, sort=False):
+        series = by_run[key].set_index("round")[column].sort_index() if key in by_run else pd.Series(dtype=float)
+        grid = np.arange(0, int(run["rounds"].iloc[0]), every)
+        grid = grid[grid <= run["round"].max()]
+        values = series.reindex(series.index.union(grid)).ffill().reindex(grid).dropna()
+        pieces.append(pd.DataFrame({**dict(zip(RUN, key)), "round": values.index, "value": values.to_numpy()}))
+    return pd.concat(pieces, ignore_index=True) if pieces else frame.iloc[0:0][[*RUN, "round"]].assign(value=np.nan)
+
+
+def first_reaching(curve: pd.DataFrame, target: float, by: list[str]) -> pd.Series:
+    """Per group of `by`: the first round whose value reaches `target` (NaN if none)."""
+    reached = curve["round"].where(curve["value"] >= target - 1e-12)
+    return reached.groupby([curve[k] for k in by], sort=False).min().astype(float)
+
+
+def over_seeds(values: pd.DataFrame, by: list[str], scale: float = 1.0) -> pd.DataFrame:
+    """mean ± std (ddof 0) over seeds of `value` per group, the finite values only; seeds counts every run."""
+    grouped = (values["value"] * scale).groupby([values[k] for k in by], sort=False, dropna=False)
+    return pd.DataFrame({"mean": grouped.mean(), "std": grouped.std(ddof=0), "seeds": grouped.size(),
+                         "finite": grouped.count()}).reset_index()
+
+
+SETTINGS_KEPT = ("experiment", "algorithm", "identity", "label", "group", "order", "dataset", "dynamics", "alpha",
+                 "gamma", "rounds", "num_clients", "scheme", "trace_model", "period", "low", "p", "distribution",
+                 "window", "inner", "last_n")
+
+
+def describe_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (experiment, algorithm) with its settings and `diverged`: "seed s at round r; …" or ""."""
+    runs = frame.drop_duplicates(RUN)
+    diverged = runs.dropna(subset=["diverged_at"]).sort_values("seed").groupby(["experiment", "algorithm"])
+    text = diverged.apply(lambda g: "; ".join(f"seed {int(s)} at round {int(r)}" for s, r in
+                                              zip(g["seed"], g["diverged_at"])), include_groups=False)
+    cells = runs.drop_duplicates(["experiment", "algorithm"])[[c for c in SETTINGS_KEPT if c in runs]]
+    return cells.assign(diverged=[text.get((e, a), "") for e, a in zip(cells["experiment"], cells["algorithm"])])

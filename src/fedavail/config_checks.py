@@ -6,7 +6,9 @@ before any job starts, and every error names the key."""
 import math
 import re
 
-from fedavail.config import ConfigError, trace_spec
+from fedavail.plan.config import ConfigError, trace_spec
+from fedavail.plan.partitions import SCHEMES_DRAWING_NU
+from fedavail.plan.traces import check_trace_for, records_prob
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...) and part of shell commands: letters, digits and
 # . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter).
@@ -39,9 +41,6 @@ def check_finite(value, key: str = "config") -> None:
 
 
 def check_combinations(config: dict) -> None:
-    from fedavail.availability.traces import records_prob, validate_trace_for
-    from fedavail.data.partition import SCHEMES_DRAWING_NU
-
     for name, partition in config["partitions"].items():
         samples = TRAIN_SAMPLES.get(partition["dataset"])
         clients = partition.get("num_clients")
@@ -52,7 +51,7 @@ def check_combinations(config: dict) -> None:
         spec = trace_spec(config, name)
         if spec.get("num_clients") is not None:
             try:
-                validate_trace_for(spec, spec["num_clients"])
+                check_trace_for(spec, spec["num_clients"])
             except ValueError as error:
                 raise ConfigError(f"traces.{name}: {error}") from error
         if spec["model"] == "fedswe" and spec.get("class_mix", "nu") == "nu":

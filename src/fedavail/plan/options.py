@@ -2,6 +2,7 @@
 mapping from a config is checked against those annotations before the dataclass is built."""
 
 import math
+import numbers
 import types
 import typing
 from dataclasses import MISSING, field, fields
@@ -66,3 +67,19 @@ def _allowed(hint) -> tuple:
     if isinstance(hint, types.UnionType):
         return tuple(typing.get_origin(t) or t for t in typing.get_args(hint))
     return (typing.get_origin(hint) or hint,)
+
+
+def is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_int(value, key: str, minimum: int, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{what} {key!r} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_probabilities(value, key: str, allow_list: bool, what: str) -> None:
+    values = value if allow_list and isinstance(value, list | tuple) else [value]
+    if not values or not all(is_number(v) and 0 <= v <= 1 for v in values):
+        kind = "a probability in [0, 1]" + (" or a list of them" if allow_list else "")
+        raise ValueError(f"{what} {key!r} must be {kind}, got {value!r}")

@@ -4,7 +4,7 @@ depends on. Every error names the key path (`partitions.p.alpha: ...`)."""
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms import resolve_algorithm
-from fedavail.plan.experiments import Augmentation, Execution, Training
+from fedavail.plan.experiments import Augmentation, Execution, Experiment, Training
 from fedavail.plan.local import resolve_local
 from fedavail.plan.options import key_table, required
 from fedavail.plan.partitions import resolve_partition
@@ -34,7 +34,7 @@ def without(spec: dict, *keys: str) -> dict:
 def check_entries(config: dict) -> None:
     """Raise ConfigError naming the first key of a partition, trace, algorithm, experiment or the execution block
     that cannot run, or a cross-reference that names nothing."""
-    wrap("execution", lambda: Execution(**config.get("execution", {})))
+    _typed(Execution, config.get("execution", {}), "execution")
     for name, spec in config["partitions"].items():
         if spec.get("dataset") not in DATASETS:
             raise ConfigError(f"partitions.{name}.dataset: {spec.get('dataset')!r} is not one of {DATASETS}")
@@ -60,13 +60,15 @@ def _check_trace(config: dict, name: str) -> None:
 
 def _check_experiment(config: dict, name: str) -> None:
     key, experiment = f"experiments.{name}", config["experiments"][name]
+    _typed(Experiment, experiment, key)
     for ref, table in (("partition", "partitions"), ("trace", "traces")):
         if experiment[ref] not in config[table]:
             raise ConfigError(f"{key}.{ref}: {experiment[ref]!r} is not defined under '{table}'")
     for algorithm in experiment["algorithms"]:
         if algorithm not in config["algorithms"]:
             raise ConfigError(f"{key}.algorithms: {algorithm!r} is not defined under 'algorithms'")
-    training = _training(experiment["training"], f"{key}.training")
+    training = _typed(Training, experiment["training"], f"{key}.training")
+    _typed(Augmentation, training.augmentation, f"{key}.training.augmentation")
     for algorithm in experiment["algorithms"]:
         try:
             local_spec(config, name, algorithm)
@@ -83,22 +85,19 @@ def _check_experiment(config: dict, name: str) -> None:
                           f"{experiment['partition']!r} has {partition_clients}")
 
 
-def _training(training: dict, where: str) -> Training:
-    for cls, values, key in ((Training, training, where), (Augmentation, training.get("augmentation", {}),
-                                                           f"{where}.augmentation")):
-        allowed = key_table(cls)
-        unknown = sorted(set(values) - set(allowed))
-        if unknown:
-            raise ConfigError(f"{key}.{unknown[0]}: unknown key (allowed: {sorted(allowed)})")
-        missing = [name for name in required(cls) if name not in values]
-        if missing:
-            raise ConfigError(f"{key}.{missing[0]}: missing")
+def _typed(cls, values: dict, where: str):
+    """`values` as a `cls`, keys and values checked; ConfigError naming the key under `where`."""
+    allowed = key_table(cls)
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(allowed)})")
+    missing = [name for name in required(cls) if name not in values]
+    if missing:
+        raise ConfigError(f"{where}.{missing[0]}: missing")
     try:
-        resolved = Training(**training)
-        Augmentation(**resolved.augmentation)
+        return cls(**values)
     except ValueError as error:
         raise ConfigError(f"{where}.{error}") from error
-    return resolved
 
 
 def partition_spec(config: dict, name: str) -> dict:

@@ -19,9 +19,9 @@ class Augmentation:
 
     def __post_init__(self):
         if isinstance(self.crop_padding, bool) or not isinstance(self.crop_padding, int) or self.crop_padding < 0:
-            raise ValueError(f"augmentation.crop_padding: must be an integer >= 0, got {self.crop_padding!r}")
+            raise ValueError(f"crop_padding: must be an integer >= 0, got {self.crop_padding!r}")
         if not isinstance(self.horizontal_flip, bool):
-            raise ValueError(f"augmentation.horizontal_flip: must be true or false, got {self.horizontal_flip!r}")
+            raise ValueError(f"horizontal_flip: must be true or false, got {self.horizontal_flip!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +42,18 @@ class Training:
         _positive_integers(self, "rounds", "eval_every", "last_n", "train_eval_samples")
         if self.last_n > self.rounds:
             raise ValueError(f"last_n: {self.last_n} exceeds rounds {self.rounds}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Experiment:
+    """`experiments.<name>`: every listed algorithm runs once per seed on the same partition and trace."""
+
+    partition: str = option(doc="a partition under `partitions`")
+    trace: str = option(doc="a trace under `traces`")
+    algorithms: list = option(doc="names under `algorithms`")
+    seeds: list | None = option(None, "this experiment's seeds (e.g. one seed for a cheap sweep); null: the top-level "
+                                "seeds")
+    training: dict = option(doc="see training")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,7 +3,7 @@ algorithm classes (fedavail.algorithms) inherit these fields, so a config is che
 
 Papers: FedAvg arXiv 1602.05629; FedProx arXiv 1812.06127; SCAFFOLD arXiv 1910.06378; FAST OpenReview H3AUl3pnlu;
 FedSWE arXiv 2609.04763 (k = 0: FedAWE, arXiv 2409.17446); MIFA arXiv 2106.04159; FedVARP arXiv 2207.14130;
-FedAU arXiv 2306.03401; GFedAvg (FedSWE's App. H baseline); F3AST arXiv 2205.06730."""
+FedAU arXiv 2306.03401; gFedAvg arXiv 2205.13648; F3AST arXiv 2205.06730."""
 
 import typing
 from dataclasses import dataclass, fields
@@ -13,6 +13,8 @@ from fedavail.plan.options import check_choices, has_type, option, type_name
 
 @dataclass(frozen=True, kw_only=True)
 class AlgorithmOptions:
+    """Every algorithm's settings."""
+
     global_lr: float = option(1.0, "server learning rate η_g: x ← x + η_g·U")
 
     def __post_init__(self):
@@ -25,6 +27,8 @@ class AlgorithmOptions:
 
 @dataclass(frozen=True, kw_only=True)
 class FedAvgOptions(AlgorithmOptions):
+    """FedAvg under availability (arXiv 1602.05629; the baselines of arXiv 2306.03401 and 2409.17446)."""
+
     weighting: str = option("active", "active: mean over the available clients; all: sum / N; known: sum of Δ_i/p_i^t "
                             "over N (needs a trace that records p_i^t)", choices=("active", "all", "known"))
     p_floor: float | None = option(0.02, "floor on p_i^t for weighting known (1/p blows up for rare clients); null: "
@@ -38,6 +42,8 @@ class FedAvgOptions(AlgorithmOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class FedProxOptions(AlgorithmOptions):
+    """FedProx (arXiv 1812.06127): local steps on F_i(w) + (μ/2)‖w − x^t‖²."""
+
     mu: float = option(0.01, "proximal weight μ of (μ/2)‖w − x^t‖²")
 
     def __post_init__(self):
@@ -48,11 +54,13 @@ class FedProxOptions(AlgorithmOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class ScaffoldOptions(AlgorithmOptions):
-    pass
+    """SCAFFOLD (arXiv 1910.06378): control variates correct the client drift."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class FastOptions(AlgorithmOptions):
+    """FAST (OpenReview H3AUl3pnlu): uniform snapshot rounds among the arbitrary ones; a base algorithm aggregates."""
+
     base: str = option("fedavg", "the algorithm FAST wraps (fedprox or scaffold: FAST+)",
                        choices=("fedavg", "fedprox", "scaffold"))
     base_hyperparameters: dict = option({}, "the base algorithm's options (its global_lr goes here)")
@@ -85,6 +93,9 @@ class FastOptions(AlgorithmOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class FedSWEOptions(AlgorithmOptions):
+    """FedSWE (arXiv 2609.04763): adaptive innovation echoing and a global moving average; k = 0 is FedAWE (arXiv
+    2409.17446)."""
+
     k: float = option(100.0, "interpolation coefficient of the global moving average; 0 is FedAWE")
     echo_clip: float | None = option(None, "L2 clip of the averaged echoed update (the FedAWE authors' code uses 0.5); "
                                      "null: off")
@@ -99,6 +110,8 @@ class FedSWEOptions(AlgorithmOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class MIFAOptions(AlgorithmOptions):
+    """MIFA (arXiv 2106.04159): the server averages every client's latest stored update."""
+
     init: str = option("zero", "zero: a client's stored update is 0 until it first takes part; wait: no server "
                        "update until every client has taken part once", choices=("zero", "wait"))
     normalize: str = option("lr", "lr: stored updates rescaled to the current learning rate; raw: kept as made",
@@ -107,11 +120,13 @@ class MIFAOptions(AlgorithmOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class FedVARPOptions(AlgorithmOptions):
-    pass
+    """FedVARP (arXiv 2207.14130): SAGA-style variance reduction over clients."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class FedAUOptions(AlgorithmOptions):
+    """FedAU (arXiv 2306.03401): each update weighted by the client's estimated participation interval."""
+
     cutoff: int | None = option(50, "K: an absence this long is recorded as an interval; null: no cutoff")
 
     def __post_init__(self):
@@ -122,6 +137,8 @@ class FedAUOptions(AlgorithmOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class GFedAvgOptions(AlgorithmOptions):
+    """Generalized FedAvg with amplification, gFedAvg (arXiv 2205.13648): a periodically amplified global step."""
+
     amplification: float = option(10.0, "η ≥ 1: the amplification of the periodic global step")
     period: int = option(100, "P: rounds between amplified global steps")
 
@@ -135,6 +152,8 @@ class GFedAvgOptions(AlgorithmOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class F3ASTOptions(AlgorithmOptions):
+    """F3AST (arXiv 2205.06730): availability-aware selection of K clients from learned rates."""
+
     beta: float = option(0.001, "β: step of the selection-rate estimate r")
     clients_per_round: int | None = option(None, "K, the selection budget; null: round(0.1·m)")
     normalization: str = option("budget", "budget: the update is divided by K (the reference code); none: not",

@@ -102,7 +102,7 @@ def generate() -> str:
         "", "## algorithms.<name>", "",
         "| key | type | default | meaning |", "|---|---|---|---|",
         f"| `algorithm` | string | required | one of: {', '.join(ALGORITHM_OPTIONS)} |",
-        "| `lr` | number | null | this algorithm's initial local learning rate η0 (overrides training.local.lr) |",
+        "| `lr` | number | `null` | this algorithm's initial local learning rate η0 (overrides training.local.lr) |",
         *table(AlgorithmOptions)[2:],
         "",
         "`global_lr` is every algorithm's except `fast`'s, which sets it in `base_hyperparameters`.",

@@ -167,7 +167,7 @@ def full_trace_spec(spec: dict) -> dict:
 
 def records_prob(spec: dict) -> bool:
     """Whether traces of this spec store p_i^t (the fast model's skewed cohorts have no per-client probability)."""
-    return not (spec["model"] == "fast" and spec.get("distribution", "uniform") != "uniform")
+    return not (spec["model"] == "fast" and spec["distribution"] != "uniform")
 
 
 def per_client(spec: dict, key: str, num_clients: int) -> np.ndarray:

@@ -124,3 +124,26 @@ def test_the_settings_code_stays_simple():
     complex_blocks = [f"{path.name}:{block.name} ({block.complexity})" for path in sources
                       for block in cc_visit(path.read_text(encoding="utf-8")) if block.complexity > 20]
     assert not complex_blocks
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["experiments"]["tiny"]["training"].update(eval_every=0),
+     r"experiments\.tiny\.training\.eval_every: must be an integer >= 1, got 0"),
+    (lambda c: c["experiments"]["tiny"]["training"].update(augmentation={"crop_padding": -1}),
+     r"experiments\.tiny\.training\.augmentation\.crop_padding: must be an integer >= 0"),
+    (lambda c: c["experiments"]["tiny"]["training"].update(epochs=1),
+     r"experiments\.tiny\.training\.epochs: unknown key"),
+    (lambda c: c["experiments"]["tiny"].pop("trace"), r"experiments\.tiny\.trace: missing"),
+    (lambda c: c.update(execution={"log_every": 0}), r"execution\.log_every: must be an integer >= 1"),
+    (lambda c: c["partitions"]["mnist5k_dir0.5"].update(dataset="mnist"), r"partitions\.mnist5k_dir0\.5\.dataset"),
+    (lambda c: c["partitions"]["mnist5k_dir0.5"].update(alpha=0), r"partitions\.mnist5k_dir0\.5: .*'alpha' must be"),
+])
+def test_errors_name_the_key_path_without_the_schema(edit, message):
+    """The plan layer checks what the schema checks too, so a config read without the workflow fails the same."""
+    import fedavail.config as fc
+    from fedavail.config_yaml import load_config_file
+
+    config = load_config_file(REPO / "config/test.yaml")
+    edit(config)
+    with pytest.raises(fc.ConfigError, match=message):
+        fc.check(config)

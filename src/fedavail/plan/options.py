@@ -27,11 +27,6 @@ def default_of(f):
     return f.default_factory() if f.default_factory is not MISSING else f.default
 
 
-def defaults(cls) -> dict:
-    """Every setting of `cls` that has a default, with it."""
-    return {f.name: default_of(f) for f in fields(cls) if default_of(f) is not MISSING}
-
-
 def key_table(cls) -> dict:
     """The settings of `cls` as fedavail.specs.check_keys takes them: name -> default, or REQUIRED."""
     return {f.name: REQUIRED if default_of(f) is MISSING else default_of(f) for f in fields(cls)}

@@ -6,7 +6,10 @@ before any job starts, and every error names the key."""
 import math
 import re
 
-from fedavail.config import ConfigError, trace_spec
+from fedavail.plan.algorithms import AlgorithmOptions, FastOptions, FedAvgOptions, resolve_algorithm
+from fedavail.plan.config import ConfigError, trace_spec
+from fedavail.plan.partitions import SCHEMES_DRAWING_NU
+from fedavail.plan.traces import check_trace_for, full_trace_spec, records_prob
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...) and part of shell commands: letters, digits and
 # . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter).
@@ -39,9 +42,6 @@ def check_finite(value, key: str = "config") -> None:
 
 
 def check_combinations(config: dict) -> None:
-    from fedavail.availability.traces import records_prob, validate_trace_for
-    from fedavail.data.partition import SCHEMES_DRAWING_NU
-
     for name, partition in config["partitions"].items():
         samples = TRAIN_SAMPLES.get(partition["dataset"])
         clients = partition.get("num_clients")
@@ -49,34 +49,44 @@ def check_combinations(config: dict) -> None:
             raise ConfigError(f"partitions.{name}.num_clients: {clients} clients, but {partition['dataset']} has "
                               f"only {samples} training samples")
     for name in config["traces"]:
-        spec = trace_spec(config, name)
-        if spec.get("num_clients") is not None:
-            try:
-                validate_trace_for(spec, spec["num_clients"])
-            except ValueError as error:
-                raise ConfigError(f"traces.{name}: {error}") from error
-        if spec["model"] == "fedswe" and spec.get("class_mix", "nu") == "nu":
-            scheme = config["partitions"][spec["partition"]]["scheme"]
-            if scheme not in SCHEMES_DRAWING_NU:
-                raise ConfigError(f"traces.{name}.class_mix: 'nu' (the default) needs a partition that draws ν_i "
-                                  f"({', '.join(SCHEMES_DRAWING_NU)}); partition {spec['partition']!r} uses "
-                                  f"{scheme!r}: set class_mix: empirical")
+        _check_trace_combinations(config, name)
     for name, experiment in config["experiments"].items():
-        trace = trace_spec(config, experiment["trace"])
-        clients = trace.get("num_clients")
         for algorithm in experiment["algorithms"]:
-            spec = config["algorithms"][algorithm]
-            budget = spec.get("clients_per_round")
-            if spec["algorithm"] == "f3ast" and budget is not None and clients is not None and budget > clients:
-                raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
-                                  f"of experiment {name!r}")
-            if _needs_prob(spec) and not records_prob(trace):
-                raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace "
-                                  f"{experiment['trace']!r} (model {trace['model']!r}, distribution "
-                                  f"{trace.get('distribution')!r}) does not record (experiment {name!r})")
+            _check_algorithm_on_trace(config, name, algorithm)
 
 
-def _needs_prob(spec: dict) -> bool:
-    if spec["algorithm"] == "fast":
-        return _needs_prob({"algorithm": spec.get("base", "fedavg"), **(spec.get("base_hyperparameters") or {})})
-    return spec["algorithm"] == "fedavg" and spec.get("weighting") == "known"
+def _check_trace_combinations(config: dict, name: str) -> None:
+    spec = full_trace_spec(trace_spec(config, name))
+    if spec["num_clients"] is not None:
+        try:
+            check_trace_for(spec, spec["num_clients"])
+        except ValueError as error:
+            raise ConfigError(f"traces.{name}: {error}") from error
+    if spec["model"] == "fedswe" and spec["class_mix"] == "nu":
+        scheme = config["partitions"][spec["partition"]]["scheme"]
+        if scheme not in SCHEMES_DRAWING_NU:
+            raise ConfigError(f"traces.{name}.class_mix: 'nu' (the default) needs a partition that draws ν_i "
+                              f"({', '.join(SCHEMES_DRAWING_NU)}); partition {spec['partition']!r} uses "
+                              f"{scheme!r}: set class_mix: empirical")
+
+
+def _check_algorithm_on_trace(config: dict, experiment: str, algorithm: str) -> None:
+    trace_name = config["experiments"][experiment]["trace"]
+    trace = trace_spec(config, trace_name)
+    clients = trace.get("num_clients")
+    spec = config["algorithms"][algorithm]
+    options = resolve_algorithm(spec["algorithm"], {k: v for k, v in spec.items() if k not in ("algorithm", "lr")})
+    budget = getattr(options, "clients_per_round", None)
+    if budget is not None and clients is not None and budget > clients:
+        raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
+                          f"of experiment {experiment!r}")
+    if _needs_prob(options) and not records_prob(trace):
+        raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace {trace_name!r} "
+                          f"(model {trace['model']!r}, distribution {trace.get('distribution')!r}) does not record "
+                          f"(experiment {experiment!r})")
+
+
+def _needs_prob(options: AlgorithmOptions) -> bool:
+    if isinstance(options, FastOptions):
+        return _needs_prob(resolve_algorithm(options.base, options.base_hyperparameters))
+    return isinstance(options, FedAvgOptions) and options.weighting == "known"

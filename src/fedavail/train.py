@@ -29,12 +29,11 @@ from fedavail.engine.params import FlatModel
 from fedavail.io import atomic_path, remove_temporaries, write_json
 from fedavail.models import build_model
 from fedavail.plan.local import resolve_local
+from fedavail.plan.sources import TRAINING_SOURCES
 from fedavail.provenance import input_hashes, log_run_header, run_fingerprint
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
-
-TRAINING_SOURCES = ("train.py", "engine", "algorithms", "models", "plan", "data/augment.py", "rng.py", "divergence.py")
 
 
 def training_code_hash() -> str:

@@ -4,7 +4,7 @@ State is a dict of tensors ([d] vectors, [m, d] tables, [m] scalars), so checkpo
 generic. Algorithms never touch files, devices or data loading; the trainer maps clients (engine.local)."""
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 
@@ -25,11 +25,12 @@ class RoundContext:
     generator: torch.Generator  # keyed by (seed, "algorithm", round): the algorithm's own draws
 
 
-@dataclass
 class Algorithm:
-    """FedAvg-shaped defaults: participants are the available clients, all start from the server model x."""
+    """FedAvg-shaped defaults: participants are the available clients, all start from the server model x.
 
-    global_lr: float = 1.0
+    An algorithm class also inherits its options dataclass (fedavail.plan.algorithms), which holds its fields."""
+
+    global_lr: float
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         """The state before round 0; `client_sizes` [m] holds each client's number of training samples."""
@@ -54,10 +55,6 @@ class Algorithm:
     def round_metrics(self, state: State) -> dict[str, float]:
         """Extra per-round metrics (e.g. FAST's q, FedSWE's consensus error)."""
         return {}
-
-    @classmethod
-    def hyperparameters(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
 
 
 LocalTrainer = Callable[[torch.Tensor, torch.Tensor, LocalCorrection | None, RoundContext], LocalResult]

@@ -22,29 +22,15 @@ Either way the effective step drifts by a factor K over the first ~1/β rounds, 
 Defaults: β = 0.001 (FedSWE paper, Appendix H), K = `clients_per_round` or round(0.1·m).
 State: x [d], r [m], p [m] (float64): O(m) scalars."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
+from fedavail.plan.algorithms import F3ASTOptions
 
-NORMALIZATIONS = ("budget", "none")
 
-
-@dataclass
-class F3AST(Algorithm):
-    beta: float = 0.001
-    clients_per_round: int | None = None  # K; None = round(0.1·m)
-    normalization: str = "budget"
-
-    def __post_init__(self):
-        if not 0 < self.beta <= 1:
-            raise ValueError(f"f3ast beta must be in (0, 1], got {self.beta}")
-        if self.clients_per_round is not None and self.clients_per_round < 1:
-            raise ValueError(f"f3ast clients_per_round must be >= 1 or null, got {self.clients_per_round}")
-        if self.normalization not in NORMALIZATIONS:
-            raise ValueError(f"f3ast normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
+class F3AST(F3ASTOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.F3ASTOptions."""
 
     def budget(self, num_clients: int) -> int:
         return self.clients_per_round if self.clients_per_round is not None else max(1, round(0.1 * num_clients))

@@ -28,54 +28,27 @@ state to it. SCAFFOLD under FAST: only the round's participants update c_i; c ke
 round. State: the base's state plus q (next round's), last_q and last_snapshot (the round just run, for the metrics)
 and last_acc, all 0-dim tensors."""
 
-from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
+from fedavail.algorithms.fedavg import FedAvg
+from fedavail.algorithms.fedprox import FedProx
+from fedavail.algorithms.scaffold import Scaffold
 from fedavail.engine.local import LocalCorrection, LocalResult
+from fedavail.plan.algorithms import FastOptions
 
-SCHEDULES = ("every", "bernoulli", "adaptive")
-SIGNALS = ("round_mean", "running")
-BASES = ("fedavg", "fedprox", "scaffold")
+BASES: dict[str, type[Algorithm]] = {"fedavg": FedAvg, "fedprox": FedProx, "scaffold": Scaffold}
 _KEYS = ("q", "last_q", "last_snapshot", "last_acc")
 
 
-@dataclass
-class Fast(Algorithm):
-    base: str = "fedavg"
-    base_hyperparameters: dict = field(default_factory=dict)
-    schedule: str = "bernoulli"
-    interval: int = 2  # I, schedule "every"
-    q: float = 0.5  # schedule "bernoulli"
-    lam: float = 1.0  # λ, schedule "adaptive"
-    signal: str = "round_mean"  # adaptive q's accuracy signal
-    inner: Algorithm = field(init=False, repr=False)
+class Fast(FastOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.FastOptions (which checks base_hyperparameters)."""
 
-    def __post_init__(self):
-        from fedavail.algorithms import build_algorithm  # the registry imports this module
-
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"fast schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.base not in BASES:
-            raise ValueError(f"fast base must be one of {BASES}, got {self.base!r}")
-        if isinstance(self.interval, bool) or not isinstance(self.interval, int) or self.interval < 1:
-            raise ValueError(f"fast interval must be an integer >= 1, got {self.interval!r}")
-        if not 0.0 <= self.q <= 1.0:
-            raise ValueError(f"fast q must be in [0, 1], got {self.q}")
-        if self.lam < 0:
-            raise ValueError(f"fast lam must be >= 0, got {self.lam}")
-        if self.signal not in SIGNALS:
-            raise ValueError(f"fast signal must be one of {SIGNALS}, got {self.signal!r}")
-        try:
-            self.inner = build_algorithm(self.base, dict(self.base_hyperparameters or {}))
-        except ValueError as error:
-            raise ValueError(f"fast base_hyperparameters: {error}") from error
-
-    @classmethod
-    def hyperparameters(cls) -> list[str]:
-        # global_lr belongs to the base algorithm: set it in base_hyperparameters.
-        return [f.name for f in fields(cls) if f.init and f.name != "global_lr"]
+    @cached_property
+    def inner(self) -> Algorithm:
+        return BASES[self.base](**self.base_hyperparameters)
 
     def initial_q(self) -> float:
         return {"every": 1.0 / self.interval, "bernoulli": self.q, "adaptive": 0.0}[self.schedule]

@@ -12,21 +12,15 @@ For Bernoulli(p_i) availability Ω_i → 1/p_i (up to the cutoff's truncation). 
 2609.04763 App. H, and mingxiang12/FedAWE: 50; null = ∞, the IBM/fedau code default 10^5).
 State: x [d], M [m], Omega [m] (float64), S [m]: O(m) scalars."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
+from fedavail.plan.algorithms import FedAUOptions
 
 
-@dataclass
-class FedAU(Algorithm):
-    cutoff: int | None = 50
-
-    def __post_init__(self):
-        if self.cutoff is not None and self.cutoff < 1:
-            raise ValueError(f"fedau cutoff must be a positive integer or null, got {self.cutoff}")
+class FedAU(FedAUOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.FedAUOptions."""
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)

@@ -7,26 +7,15 @@ with known p_i^t (the baselines of arXiv 2306.03401 and 2409.17446).
 `p_floor` bounds the weight 1/p for rare clients: 0.02 as in IBM/fedau; null applies no floor, as the FedAWE
 authors' code (mingxiang12/FedAWE) that produced the FedSWE paper's numbers does."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
+from fedavail.plan.algorithms import FedAvgOptions
 
-WEIGHTINGS = ("active", "all", "known")
 
-
-@dataclass
-class FedAvg(Algorithm):
-    weighting: str = "active"
-    p_floor: float | None = 0.02  # floor on p_i^t for "known" (1/p blows up for rare clients); None: no floor
-
-    def __post_init__(self):
-        if self.weighting not in WEIGHTINGS:
-            raise ValueError(f"fedavg weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
-        if self.p_floor is not None and not 0 < self.p_floor <= 1:
-            raise ValueError(f"fedavg p_floor must be in (0, 1] or null, got {self.p_floor!r}")
+class FedAvg(FedAvgOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.FedAvgOptions."""
 
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         if len(clients) == 0:

@@ -7,21 +7,15 @@ The anchor x^t is a detached copy of the round's start points, never a view of l
 anchors to the live parameters, so its proximal term is identically zero (RogerRogerUSC/FAST
 `shared/agent_utils.py`, `train_k_step_fedprox`)."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State, mean_delta
 from fedavail.engine.local import LocalCorrection, LocalResult
+from fedavail.plan.algorithms import FedProxOptions
 
 
-@dataclass
-class FedProx(Algorithm):
-    mu: float = 0.01  # paper grid {0.001, 0.01, 0.1, 1}; FL-bench's default is 1.0
-
-    def __post_init__(self):
-        if self.mu < 0:
-            raise ValueError(f"fedprox mu must be >= 0, got {self.mu}")
+class FedProx(FedProxOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.FedProxOptions."""
 
     def correction(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> LocalCorrection:
         anchor = self.start_points(state, clients, ctx).detach().clone()

@@ -23,12 +23,11 @@ round_metrics: the consensus error (1/m) Σ_i ‖X_i − X̄‖² (FedSWE Fig. 6
 Full, always-on participation (every X_i = x^t, t − τ_i = 1): the echoed average is FedAvg-active's x^t + η_g·mean Δ_i,
 so x^{t+1} = (m·x_FedAvg + k·x^t)/(m + k); with k = 0 FedSWE is FedAvg-active step for step."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
+from fedavail.plan.algorithms import FedSWEOptions
 
 
 def clip_norm(vector: torch.Tensor, max_norm: float) -> torch.Tensor:
@@ -37,16 +36,8 @@ def clip_norm(vector: torch.Tensor, max_norm: float) -> torch.Tensor:
     return vector * (max_norm / norm) if norm > max_norm else vector
 
 
-@dataclass
-class FedSWE(Algorithm):
-    k: float = 100.0  # interpolation coefficient of the global moving average; 0 = FedAWE
-    echo_clip: float | None = None  # the authors' code-only clip of the averaged echoed update (0.5 there); off
-
-    def __post_init__(self):
-        if self.k < 0:
-            raise ValueError(f"fedswe k must be >= 0, got {self.k}")
-        if self.echo_clip is not None and self.echo_clip <= 0:
-            raise ValueError(f"fedswe echo_clip must be positive or null, got {self.echo_clip}")
+class FedSWE(FedSWEOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.FedSWEOptions."""
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)

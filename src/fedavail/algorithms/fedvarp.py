@@ -12,16 +12,16 @@ State: x [d], y [m, d], y_bar [d]. y is updated in place.
 
 Full participation: U = ȳ + mean Δ_i − mean y_i = mean Δ_i every round (ȳ = mean y_i), i.e. FedAvg-active."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
+from fedavail.plan.algorithms import FedVARPOptions
 
 
-@dataclass
-class FedVARP(Algorithm):
+class FedVARP(FedVARPOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.FedVARPOptions."""
+
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         return {"x": x0.clone(), "y": x0.new_zeros(len(client_sizes), len(x0)), "y_bar": torch.zeros_like(x0)}
 

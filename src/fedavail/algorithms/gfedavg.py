@@ -11,24 +11,15 @@ update, `w += (η − 1)(w − z)`) without its warm-up phase and its sampling o
 participants = A_t. FedSWE paper setting (Appendix H): η = `amplification` = 10, P = `period` = 100.
 State: x [d], z [d]."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
+from fedavail.plan.algorithms import GFedAvgOptions
 
 
-@dataclass
-class GFedAvg(Algorithm):
-    amplification: float = 10.0
-    period: int = 100
-
-    def __post_init__(self):
-        if self.amplification < 1:  # the reference code asserts η ≥ 1
-            raise ValueError(f"gfedavg amplification must be >= 1, got {self.amplification}")
-        if self.period < 1:
-            raise ValueError(f"gfedavg period must be >= 1, got {self.period}")
+class GFedAvg(GFedAvgOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.GFedAvgOptions."""
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         return {"x": x0.clone(), "z": x0.clone()}

@@ -22,27 +22,15 @@ State: x [d], G [m, d], G_sum [d], seen [m] bool. G and seen are updated in plac
 
 Full participation: every G_i is fresh, and x^{t+1} = x^t + η_g·(1/N) Σ Δ_i, FedAvg-active exactly."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
-
-INITS = ("zero", "wait")
-NORMALIZATIONS = ("lr", "raw")
+from fedavail.plan.algorithms import MIFAOptions
 
 
-@dataclass
-class MIFA(Algorithm):
-    init: str = "zero"
-    normalize: str = "lr"
-
-    def __post_init__(self):
-        if self.init not in INITS:
-            raise ValueError(f"mifa init must be one of {INITS}, got {self.init!r}")
-        if self.normalize not in NORMALIZATIONS:
-            raise ValueError(f"mifa normalize must be one of {NORMALIZATIONS}, got {self.normalize!r}")
+class MIFA(MIFAOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.MIFAOptions."""
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)

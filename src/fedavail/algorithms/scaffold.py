@@ -12,16 +12,16 @@ Clients outside S_t keep stale c_i. No participants -> no update.
 The c_i table is updated in place (rows of the participants only): a copy per round would double the largest
 tensor of the state."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalCorrection, LocalResult
+from fedavail.plan.algorithms import ScaffoldOptions
 
 
-@dataclass
-class Scaffold(Algorithm):
+class Scaffold(ScaffoldOptions, Algorithm):
+    """Options and their defaults: fedavail.plan.algorithms.ScaffoldOptions."""
+
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         num_clients = len(client_sizes)
         return {"x": x0.clone(), "c": torch.zeros_like(x0),

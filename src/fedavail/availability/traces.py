@@ -31,7 +31,6 @@ import json
 import os
 import textwrap
 from dataclasses import dataclass
-from numbers import Real
 from pathlib import Path
 
 import numpy as np
@@ -40,30 +39,8 @@ from fedavail.availability import models
 from fedavail.data.partition import Partition
 from fedavail.io import atomic_path, reading, write_npz
 from fedavail.rng import numpy_generator
-from fedavail.specs import REQUIRED, check_keys
+from fedavail.plan.traces import full_trace_spec, per_client, resolve_trace, snapshot_size
 
-# num_clients, rounds and partition (a config name) are the workflow's keys: make_trace takes the first two as
-# arguments (a spec value, if given, must agree) and records the partition's own params.
-_COMMON_KEYS = {"model": REQUIRED, "snapshot_size": None, "num_clients": None, "rounds": None, "partition": None}
-_MODEL_KEYS = {
-    "fedswe": {
-        "dynamics": "stationary",
-        "phi_max": None,  # None = 1 for the first half of the classes, 0.5 for the rest
-        "period": 20,
-        "gamma": 0.3,
-        "low": 0.4,
-        "window": 100,
-        "inner": "static",
-        "class_mix": "nu",
-    },
-    "fast": {"distribution": REQUIRED, "fraction": 0.1},
-    "bernoulli": {"p": REQUIRED, "dynamics": "stationary", "period": 20, "gamma": 0.3, "low": 0.4},
-    "markov": {"p_on": REQUIRED, "p_off": REQUIRED},
-    "cyclic": {"groups": REQUIRED, "p": REQUIRED, "active_rounds": 1},
-}
-FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
-BERNOULLI_DYNAMICS = ("stationary", "staircase", "sine")
-FAST_DISTRIBUTIONS = ("uniform", *models.SKEWED_DISTRIBUTIONS)
 STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
 
 
@@ -87,107 +64,8 @@ class Trace:
 
 
 def validate_trace_spec(spec: dict) -> None:
-    """Raise ValueError naming the offending key."""
-    if not isinstance(spec, dict):
-        raise ValueError(f"trace spec must be a mapping, got {type(spec).__name__}")
-    model = spec.get("model")
-    if model not in _MODEL_KEYS:
-        raise ValueError(f"trace spec key 'model': {model!r} is not one of {tuple(_MODEL_KEYS)}")
-    allowed = {**_COMMON_KEYS, **_MODEL_KEYS[model]}
-    check_keys(spec, allowed, "trace spec key", f"model {model!r}")
-    for key in ("snapshot_size", "num_clients", "rounds"):
-        if spec.get(key) is not None:
-            _check_int(spec, key, 1)
-    if spec.get("partition") is not None and not isinstance(spec["partition"], str):
-        raise ValueError(f"trace spec key 'partition' must name a partition, got {spec['partition']!r}")
-    if model == "fedswe":
-        _check_choice(spec, "dynamics", FEDSWE_DYNAMICS)
-        _check_choice(spec, "inner", ("static", "staircase"))
-        _check_choice(spec, "class_mix", ("nu", "empirical"))
-        for key in ("period", "window"):
-            if key in spec:
-                _check_int(spec, key, 1)
-        if spec.get("phi_max") is not None:
-            _check_probabilities(spec, "phi_max", allow_list=True)
-        for key in ("gamma", "low"):
-            if key in spec:
-                _check_probabilities(spec, key, allow_list=False)
-    elif model == "fast":
-        _check_choice(spec, "distribution", FAST_DISTRIBUTIONS)
-        fraction = spec.get("fraction", 0.1)
-        if not _is_number(fraction) or not 0 < fraction <= 1:
-            raise ValueError(f"trace spec key 'fraction' must be in (0, 1], got {fraction!r}")
-    elif model == "bernoulli":
-        _check_probabilities(spec, "p", allow_list=True)
-        _check_choice(spec, "dynamics", BERNOULLI_DYNAMICS)
-        if "period" in spec:
-            _check_int(spec, "period", 1)
-        for key in ("gamma", "low"):
-            if key in spec:
-                _check_probabilities(spec, key, allow_list=False)
-    elif model == "markov":
-        _check_probabilities(spec, "p_on", allow_list=True)
-        _check_probabilities(spec, "p_off", allow_list=True)
-        p_on, p_off = np.asarray(spec["p_on"], float), np.asarray(spec["p_off"], float)
-        if p_on.ndim and p_off.ndim and p_on.shape != p_off.shape:
-            raise ValueError(f"trace spec key 'p_off' has {p_off.size} values but 'p_on' has {p_on.size}")
-        if np.any(p_on + p_off <= 0):
-            raise ValueError("trace spec keys 'p_on' and 'p_off' must not both be 0 (the chain would never move)")
-    else:
-        _check_int(spec, "groups", 1)
-        _check_probabilities(spec, "p", allow_list=True)
-        if "active_rounds" in spec:
-            _check_int(spec, "active_rounds", 1)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool) and np.isfinite(value)
-
-
-def _check_int(spec: dict, key: str, minimum: int) -> None:
-    value = spec[key]
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"trace spec key {key!r} must be an integer >= {minimum}, got {value!r}")
-
-
-def _check_choice(spec: dict, key: str, choices: tuple) -> None:
-    if key in spec and spec[key] not in choices:
-        raise ValueError(f"trace spec key {key!r}: {spec[key]!r} is not one of {choices}")
-
-
-def _check_probabilities(spec: dict, key: str, allow_list: bool) -> None:
-    value = spec[key]
-    values = value if allow_list and isinstance(value, (list, tuple)) else [value]
-    if not values or not all(_is_number(v) and 0 <= v <= 1 for v in values):
-        kind = "a probability in [0, 1]" + (" or a list of them" if allow_list else "")
-        raise ValueError(f"trace spec key {key!r} must be {kind}, got {value!r}")
-
-
-def _per_client(spec: dict, key: str, num_clients: int) -> np.ndarray:
-    """A spec value given as one number or one per client, as float64 [m]."""
-    values = np.asarray(spec[key], dtype=np.float64)
-    if values.ndim == 0:
-        return np.full(num_clients, float(values))
-    if values.shape != (num_clients,):
-        raise ValueError(f"trace spec key {key!r} has {values.size} values for {num_clients} clients")
-    return values
-
-
-def validate_trace_for(spec: dict, num_clients: int) -> None:
-    """What validate_trace_spec cannot check without the client count m: the snapshot size, per-client lists of
-    length m, no more cyclic groups than clients. Raise ValueError naming the key."""
-    spec = {**_COMMON_KEYS, **_MODEL_KEYS[spec["model"]], **spec}
-    _snapshot_size(spec, num_clients)
-    for key in ("p", "p_on", "p_off"):
-        if key in _MODEL_KEYS[spec["model"]]:
-            _per_client(spec, key, num_clients)
-    if spec["model"] == "cyclic" and spec["groups"] > num_clients:
-        raise ValueError(f"trace spec key 'groups': {spec['groups']} groups for {num_clients} clients")
-
-
-def records_prob(spec: dict) -> bool:
-    """Whether traces of this spec store p_i^t (the fast model's skewed cohorts have no per-client probability)."""
-    return not (spec["model"] == "fast" and spec.get("distribution", "uniform") != "uniform")
+    """Raise ValueError naming the offending key (settings and defaults: fedavail.plan.traces)."""
+    resolve_trace(spec)
 
 
 # ---------------------------------------------------------------- making traces
@@ -195,15 +73,14 @@ def records_prob(spec: dict) -> bool:
 
 def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: Partition | None = None) -> Trace:
     """Draw a trace of `rounds` rounds for `num_clients` clients; all randomness from (seed, "trace", stream)."""
-    validate_trace_spec(spec)
+    spec = full_trace_spec(spec)
     if num_clients < 1 or rounds < 1:
         raise ValueError(f"a trace needs num_clients >= 1 and rounds >= 1, got {num_clients} and {rounds}")
     for key, value in (("num_clients", num_clients), ("rounds", rounds)):
-        if spec.get(key) is not None and spec[key] != value:
+        if spec[key] is not None and spec[key] != value:
             raise ValueError(f"trace spec key {key!r} is {spec[key]}, but the trace was asked for {value}")
-    spec = {**_COMMON_KEYS, **_MODEL_KEYS[spec["model"]], **spec}
     model = spec["model"]
-    snapshot_size = _snapshot_size(spec, num_clients)
+    cohort_size = snapshot_size(spec, num_clients)
     round_rng = numpy_generator(seed, "trace", STREAM_ROUNDS)
     extra = {}
     if model == "fedswe":
@@ -212,34 +89,34 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
         available = models.bernoulli_availability(prob, round_rng)
     elif model == "fast":
         if spec["distribution"] == "uniform":
-            cohorts = models.uniform_cohorts(rounds, num_clients, snapshot_size, round_rng)
-            prob = np.full((rounds, num_clients), snapshot_size / num_clients)
+            cohorts = models.uniform_cohorts(rounds, num_clients, cohort_size, round_rng)
+            prob = np.full((rounds, num_clients), cohort_size / num_clients)
         else:
-            cohorts = models.skewed_cohorts(spec["distribution"], rounds, num_clients, snapshot_size, round_rng)
+            cohorts = models.skewed_cohorts(spec["distribution"], rounds, num_clients, cohort_size, round_rng)
             prob = None
         available = models.cohort_mask(cohorts, num_clients)
     elif model == "bernoulli":
-        prob = np.broadcast_to(_per_client(spec, "p", num_clients), (rounds, num_clients))
+        prob = np.broadcast_to(per_client(spec, "p", num_clients), (rounds, num_clients))
         if spec["dynamics"] != "stationary":
             modulation = (models.staircase(rounds, spec["period"], spec["low"]) if spec["dynamics"] == "staircase"
                           else models.sine(rounds, spec["period"], spec["gamma"]))
             prob = np.clip(prob * modulation[:, None], 0.0, 1.0)
         available = models.bernoulli_availability(prob, round_rng)
     elif model == "markov":
-        p_on, p_off = _per_client(spec, "p_on", num_clients), _per_client(spec, "p_off", num_clients)
+        p_on, p_off = per_client(spec, "p_on", num_clients), per_client(spec, "p_off", num_clients)
         available = models.markov_availability(p_on, p_off, rounds, round_rng)
         prob = np.broadcast_to(p_on / (p_on + p_off), (rounds, num_clients))
     else:
         if spec["groups"] > num_clients:
             raise ValueError(f"trace spec key 'groups': {spec['groups']} groups for {num_clients} clients")
         windows = models.cyclic_windows(rounds, num_clients, spec["groups"], spec["active_rounds"])
-        prob = windows * _per_client(spec, "p", num_clients)[None, :]
+        prob = windows * per_client(spec, "p", num_clients)[None, :]
         available = models.bernoulli_availability(prob, round_rng)
     snapshot_rng = numpy_generator(seed, "trace", STREAM_SNAPSHOT)
-    snapshot = models.uniform_cohorts(rounds, num_clients, snapshot_size, snapshot_rng)
+    snapshot = models.uniform_cohorts(rounds, num_clients, cohort_size, snapshot_rng)
     params = {
         **spec,
-        "snapshot_size": snapshot_size,
+        "snapshot_size": cohort_size,
         "seed": int(seed),
         "num_clients": int(num_clients),
         "rounds": int(rounds),
@@ -251,18 +128,6 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
         snapshot=snapshot,
         params=params,
     )
-
-
-def _snapshot_size(spec: dict, num_clients: int) -> int:
-    if spec["model"] == "fast":
-        size = max(1, int(round(spec["fraction"] * num_clients)))
-        if spec["snapshot_size"] is not None and spec["snapshot_size"] != size:
-            raise ValueError(f"trace spec key 'snapshot_size': the fast model's cohort is round(fraction·m) = {size}")
-        return size
-    size = spec["snapshot_size"] if spec["snapshot_size"] is not None else max(1, int(round(0.1 * num_clients)))
-    if size > num_clients:
-        raise ValueError(f"trace spec key 'snapshot_size': {size} > {num_clients} clients")
-    return size
 
 
 def _fedswe_prob(spec, num_clients, rounds, partition, rng) -> tuple[np.ndarray, dict]:

@@ -30,7 +30,6 @@ the remaining class pool sizes instead. Each pass either satisfies everyone or e
 import json
 import os
 from dataclasses import dataclass
-from numbers import Real
 from pathlib import Path
 
 import numpy as np
@@ -38,20 +37,7 @@ import pandas as pd
 
 from fedavail.io import atomic_path, reading, write_npz
 from fedavail.rng import numpy_generator
-from fedavail.specs import REQUIRED, check_keys
-
-SCHEMES = ("client_dirichlet", "balanced_dirichlet", "hetero_dirichlet", "two_group", "natural")
-ALLOCATIONS = ("equal", "class_proportional")
-SCHEMES_DRAWING_NU = ("client_dirichlet", "balanced_dirichlet", "two_group")  # the others store no ν_i
-# Spec keys each scheme accepts, with defaults; REQUIRED marks keys without one. min_size None = num_classes.
-_SCHEME_KEYS = {
-    "client_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED, "allocation": "equal"},
-    "balanced_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED},
-    "hetero_dirichlet": {"num_clients": REQUIRED, "alpha": REQUIRED, "min_size": None, "max_retries": 100},
-    "two_group": {"num_clients": REQUIRED, "alpha": REQUIRED, "allocation": "equal"},
-    "natural": {"num_clients": None},
-}
-
+from fedavail.plan.partitions import full_partition_spec, resolve_partition
 
 @dataclass
 class Partition:
@@ -81,36 +67,12 @@ class Partition:
 
 
 def validate_partition_spec(spec: dict) -> None:
-    """Raise ValueError naming the offending key."""
-    if not isinstance(spec, dict):
-        raise ValueError(f"partition spec must be a mapping, got {type(spec).__name__}")
-    scheme = spec.get("scheme")
-    if scheme not in SCHEMES:
-        raise ValueError(f"partition spec key 'scheme': {scheme!r} is not one of {SCHEMES}")
-    allowed = _SCHEME_KEYS[scheme]
-    check_keys(spec, allowed, "partition spec key", f"scheme {scheme!r}", ignore={"scheme"})
-    if spec.get("num_clients") is not None:
-        _check_int(spec, "num_clients", minimum=2 if scheme == "two_group" else 1)
-    if "alpha" in allowed:
-        alpha = spec["alpha"]
-        if isinstance(alpha, bool) or not isinstance(alpha, Real) or not np.isfinite(alpha) or alpha <= 0:
-            raise ValueError(f"partition spec key 'alpha' must be a positive number, got {alpha!r}")
-    if "allocation" in spec and spec["allocation"] not in ALLOCATIONS:
-        raise ValueError(f"partition spec key 'allocation': {spec['allocation']!r} is not one of {ALLOCATIONS}")
-    if spec.get("min_size") is not None:
-        _check_int(spec, "min_size", minimum=0)
-    if "max_retries" in spec:
-        _check_int(spec, "max_retries", minimum=1)
-
-
-def _check_int(spec: dict, key: str, minimum: int) -> None:
-    value = spec[key]
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"partition spec key {key!r} must be an integer >= {minimum}, got {value!r}")
+    """Raise ValueError naming the offending key (settings and defaults: fedavail.plan.partitions)."""
+    resolve_partition(spec)
 
 
 def _with_defaults(spec: dict, num_classes: int) -> dict:
-    full = {"scheme": spec["scheme"], **_SCHEME_KEYS[spec["scheme"]], **spec}
+    full = full_partition_spec(spec)
     if full["scheme"] == "hetero_dirichlet" and full["min_size"] is None:
         full["min_size"] = num_classes  # FedLab's default min_require_size
     return full

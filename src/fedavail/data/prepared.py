@@ -28,35 +28,48 @@ class PreparedDataError(ValueError):
 
 
 def validate(data: dict) -> dict:
+    """The dataset itself when it has the format above; PreparedDataError naming what is wrong otherwise."""
     missing = [k for k in REQUIRED_KEYS if k not in data]
     if missing:
         raise PreparedDataError(f"prepared dataset {data.get('name', '?')!r} lacks keys {missing}")
     for split in ("train", "test"):
-        x, y = data[f"{split}_x"], data[f"{split}_y"]
-        if len(x) != len(y):
-            raise PreparedDataError(f"{split}_x has {len(x)} samples but {split}_y has {len(y)}")
-        if y.dtype != torch.int64:
-            raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
-        if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
-            raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
+        _check_labels(data, split)
     if data["kind"] == "image":
-        if data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4:
-            raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
-        for key in ("mean", "std"):
-            if key not in data:
-                raise PreparedDataError(f"image dataset lacks {key}")
+        _check_images(data)
     elif data["kind"] == "text":
-        if "text" not in data or "seq_length" not in data:
-            raise PreparedDataError("text dataset lacks its token stream 'text' or 'seq_length'")
-        for split in ("train", "test"):
-            starts = data[f"{split}_x"]
-            if starts.dtype != torch.int64 or starts.dim() != 1:
-                raise PreparedDataError(f"text {split}_x must be int64 [N] window starts")
-            if len(starts) and (int(starts.min()) < 0 or int(starts.max()) + data["seq_length"] > len(data["text"])):
-                raise PreparedDataError(f"text {split}_x has windows outside the token stream")
+        _check_text(data)
     else:
         raise PreparedDataError(f"unknown dataset kind {data['kind']!r}")
     return data
+
+
+def _check_labels(data: dict, split: str) -> None:
+    x, y = data[f"{split}_x"], data[f"{split}_y"]
+    if len(x) != len(y):
+        raise PreparedDataError(f"{split}_x has {len(x)} samples but {split}_y has {len(y)}")
+    if y.dtype != torch.int64:
+        raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
+        raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
+
+
+def _check_images(data: dict) -> None:
+    if data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4:
+        raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
+    for key in ("mean", "std"):
+        if key not in data:
+            raise PreparedDataError(f"image dataset lacks {key}")
+
+
+def _check_text(data: dict) -> None:
+    if "text" not in data or "seq_length" not in data:
+        raise PreparedDataError("text dataset lacks its token stream 'text' or 'seq_length'")
+    for split in ("train", "test"):
+        starts = data[f"{split}_x"]
+        if starts.dtype != torch.int64 or starts.dim() != 1:
+            raise PreparedDataError(f"text {split}_x must be int64 [N] window starts")
+        if len(starts) and (int(starts.min()) < 0 or int(starts.max()) + data["seq_length"] > len(data["text"])):
+            raise PreparedDataError(f"text {split}_x has windows outside the token stream")
 
 
 def text_windows(text: torch.Tensor, starts: torch.Tensor, seq_length: int) -> torch.Tensor:

@@ -16,6 +16,7 @@ from torch import nn
 
 from fedavail.models import cnn
 from fedavail.models.lstm import CharLSTM
+from fedavail.plan.models import MODEL_KINDS, MODEL_NAMES
 
 INITIALISATIONS = ("kaiming_normal", "pytorch_default")
 
@@ -23,20 +24,18 @@ INITIALISATIONS = ("kaiming_normal", "pytorch_default")
 @dataclass(frozen=True)
 class Architecture:
     build: Callable[..., nn.Module]
-    kind: str  # the dataset kind it reads: "image" or "text"
     init: str  # one of INITIALISATIONS
 
 
 ARCHITECTURES = {
-    "fedswe_svhn_cnn": Architecture(cnn.fedswe_svhn_cnn, "image", "kaiming_normal"),
-    "fedswe_cifar10_cnn": Architecture(cnn.fedswe_cifar10_cnn, "image", "kaiming_normal"),
-    "fedswe_cinic10_cnn": Architecture(cnn.fedswe_cinic10_cnn, "image", "kaiming_normal"),
-    "fast_cnn_fmnist": Architecture(cnn.fast_cnn_fmnist, "image", "pytorch_default"),
-    "fast_cnn_cifar10": Architecture(cnn.fast_cnn_cifar10, "image", "pytorch_default"),
-    "fast_char_lstm": Architecture(CharLSTM, "text", "pytorch_default"),
-    "small_cnn": Architecture(cnn.small_cnn, "image", "kaiming_normal"),
+    "fedswe_svhn_cnn": Architecture(cnn.fedswe_svhn_cnn, "kaiming_normal"),
+    "fedswe_cifar10_cnn": Architecture(cnn.fedswe_cifar10_cnn, "kaiming_normal"),
+    "fedswe_cinic10_cnn": Architecture(cnn.fedswe_cinic10_cnn, "kaiming_normal"),
+    "fast_cnn_fmnist": Architecture(cnn.fast_cnn_fmnist, "pytorch_default"),
+    "fast_cnn_cifar10": Architecture(cnn.fast_cnn_cifar10, "pytorch_default"),
+    "fast_char_lstm": Architecture(CharLSTM, "pytorch_default"),
+    "small_cnn": Architecture(cnn.small_cnn, "kaiming_normal"),
 }
-MODEL_NAMES = sorted(ARCHITECTURES)
 
 
 def _kaiming_normal(module: nn.Module, generator: torch.Generator) -> None:
@@ -77,11 +76,10 @@ def build_model(name: str, dataset: dict, seed: int) -> nn.Module:
 
     if name not in ARCHITECTURES:
         raise ValueError(f"unknown model {name!r}; known: {MODEL_NAMES}")
-    architecture = ARCHITECTURES[name]
-    if dataset["kind"] != architecture.kind:
-        raise ValueError(f"model {name!r} needs a {architecture.kind} dataset, {dataset['name']!r} is "
-                         f"{dataset['kind']}")
-    if architecture.kind == "image":
+    architecture, kind = ARCHITECTURES[name], MODEL_KINDS[name]
+    if dataset["kind"] != kind:
+        raise ValueError(f"model {name!r} needs a {kind} dataset, {dataset['name']!r} is {dataset['kind']}")
+    if kind == "image":
         _, channels, height, _ = dataset["train_x"].shape
         model = architecture.build(in_channels=channels, num_classes=dataset["num_classes"], image_size=height)
     else:

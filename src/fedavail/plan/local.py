@@ -22,6 +22,8 @@ with E = 1 a client takes min(⌈n_i/B⌉ − b_i, K) steps, b_i being the batch
 import math
 from dataclasses import asdict, dataclass, fields
 
+from fedavail.plan.options import option
+
 OPTIMIZERS = ("sgd", "momentum", "adam")
 SCHEDULES = ("constant", "sqrt_decay", "multistep")
 OPTIMIZER_STATES = ("reset", "persistent")
@@ -30,22 +32,27 @@ DEFAULT_STEPS = 10
 
 @dataclass(frozen=True)
 class LocalOptions:
-    lr: float
-    optimizer: str = "sgd"
-    momentum: float = 0.9
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-8
-    weight_decay: float = 0.0
-    schedule: str = "constant"
-    milestones: tuple[int, ...] = ()
-    gamma: float = 0.1
-    steps: int | None = None
-    epochs: int | None = None
-    max_steps: int | None = None
-    batch_size: int = 128
-    shuffle: bool = True
-    grad_clip: float | None = None
-    optimizer_state: str = "reset"
+    lr: float = option(doc="initial local learning rate η0 (an algorithm's own lr overrides it)")
+    optimizer: str = option("sgd", "sgd, momentum (heavy ball, PyTorch's SGD(momentum=μ)) or adam (PyTorch's Adam)",
+                            choices=OPTIMIZERS)
+    momentum: float = option(0.9, "μ of optimizer momentum, in [0, 1)")
+    betas: tuple[float, float] = option((0.9, 0.999), "Adam's [β1, β2], each in [0, 1)")
+    eps: float = option(1e-8, "Adam's ε")
+    weight_decay: float = option(0.0, "L2 weight decay of the optimizer")
+    schedule: str = option("constant", "η_t: constant; sqrt_decay η0 / sqrt(t/10 + 1) (FedSWE App. H); multistep "
+                           "η0 · gamma^(milestones reached)", choices=SCHEDULES)
+    milestones: tuple[int, ...] = option((), "rounds at which multistep multiplies the rate by gamma (increasing)")
+    gamma: float = option(0.1, "multistep's factor")
+    steps: int | None = option(None, f"K minibatches of exactly batch_size samples per round; null with epochs "
+                               f"null: {DEFAULT_STEPS}")
+    epochs: int | None = option(None, "E passes over the client's data per round instead of steps")
+    max_steps: int | None = option(None, "with epochs: stop after this many steps, continue at the next "
+                                   "participation")
+    batch_size: int = option(128, "B, samples per minibatch")
+    shuffle: bool = option(True, "draw minibatches from reshuffles of the client's data (false: in order)")
+    grad_clip: float | None = option(None, "max L2 norm of every minibatch gradient; null: no clipping")
+    optimizer_state: str = option("reset", "persistent: each client keeps its momentum / Adam moments across rounds "
+                                  "(a per-client optimizer object in the FAST code)", choices=OPTIMIZER_STATES)
 
     def lr_at(self, round_index: int) -> float:
         """η_l at round t."""

@@ -1,0 +1,157 @@
+"""A whole config, checked entry by entry against the typed settings of the plan layer, and the settings each job
+depends on. Every error names the key path (`partitions.p.alpha: ...`)."""
+
+from dataclasses import dataclass
+
+from fedavail.plan.algorithms import resolve_algorithm
+from fedavail.plan.experiments import Augmentation, Execution, Experiment, Training
+from fedavail.plan.local import resolve_local
+from fedavail.plan.options import key_table, required
+from fedavail.plan.partitions import resolve_partition
+from fedavail.plan.traces import TRACE_MODELS_NEEDING_PARTITION, resolve_trace
+
+BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
+PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf", "shakespeare_leaf_json")
+DATASETS = BUNDLED_DATASETS + PAPER_DATASETS
+
+
+class ConfigError(ValueError):
+    """A config value that cannot run; the message names the key."""
+
+
+def wrap(key: str, validate, *args):
+    """validate(*args), its ValueError or TypeError re-raised as a ConfigError under `key`."""
+    try:
+        return validate(*args)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"{key}: {error}") from error
+
+
+def without(spec: dict, *keys: str) -> dict:
+    return {k: v for k, v in spec.items() if k not in keys}
+
+
+def check_entries(config: dict) -> None:
+    """Raise ConfigError naming the first key of a partition, trace, algorithm, experiment or the execution block
+    that cannot run, or a cross-reference that names nothing."""
+    _typed(Execution, config.get("execution", {}), "execution")
+    for name, spec in config["partitions"].items():
+        if spec.get("dataset") not in DATASETS:
+            raise ConfigError(f"partitions.{name}.dataset: {spec.get('dataset')!r} is not one of {DATASETS}")
+        wrap(f"partitions.{name}", resolve_partition, without(spec, "dataset"))
+    for name in config["traces"]:
+        _check_trace(config, name)
+    for name, spec in config["algorithms"].items():
+        wrap(f"algorithms.{name}", resolve_algorithm, spec["algorithm"], without(spec, "algorithm", "lr"))
+    for name in config["experiments"]:
+        _check_experiment(config, name)
+
+
+def _check_trace(config: dict, name: str) -> None:
+    key, spec = f"traces.{name}", config["traces"][name]
+    if spec["model"] in TRACE_MODELS_NEEDING_PARTITION:
+        if spec.get("partition") not in config["partitions"]:
+            raise ConfigError(f"{key}.partition: model {spec['model']!r} needs a partition defined under "
+                              f"'partitions' (got {spec.get('partition')!r})")
+    elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
+        raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
+    wrap(key, resolve_trace, trace_spec(config, name))
+
+
+def _check_experiment(config: dict, name: str) -> None:
+    key, experiment = f"experiments.{name}", config["experiments"][name]
+    _typed(Experiment, experiment, key)
+    for ref, table in (("partition", "partitions"), ("trace", "traces")):
+        if experiment[ref] not in config[table]:
+            raise ConfigError(f"{key}.{ref}: {experiment[ref]!r} is not defined under '{table}'")
+    for algorithm in experiment["algorithms"]:
+        if algorithm not in config["algorithms"]:
+            raise ConfigError(f"{key}.algorithms: {algorithm!r} is not defined under 'algorithms'")
+    training = _typed(Training, experiment["training"], f"{key}.training")
+    _typed(Augmentation, training.augmentation, f"{key}.training.augmentation")
+    for algorithm in experiment["algorithms"]:
+        try:
+            local_spec(config, name, algorithm)
+        except ValueError as error:
+            raise ConfigError(f"{error} (algorithm {algorithm!r})") from error
+    trace = config["traces"][experiment["trace"]]
+    if trace["rounds"] < training.rounds:
+        raise ConfigError(f"{key}.training.rounds: {training.rounds} rounds, but trace {experiment['trace']!r} has "
+                          f"only {trace['rounds']}")
+    trace_clients = trace_spec(config, experiment["trace"])["num_clients"]
+    partition_clients = config["partitions"][experiment["partition"]].get("num_clients")
+    if partition_clients is not None and trace_clients != partition_clients:
+        raise ConfigError(f"{key}: trace {experiment['trace']!r} has {trace_clients} clients, partition "
+                          f"{experiment['partition']!r} has {partition_clients}")
+
+
+def _typed(cls, values: dict, where: str):
+    """`values` as a `cls`, keys and values checked; ConfigError naming the key under `where`."""
+    allowed = key_table(cls)
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(allowed)})")
+    missing = [name for name in required(cls) if name not in values]
+    if missing:
+        raise ConfigError(f"{where}.{missing[0]}: missing")
+    try:
+        return cls(**values)
+    except ValueError as error:
+        raise ConfigError(f"{where}.{error}") from error
+
+
+def partition_spec(config: dict, name: str) -> dict:
+    return dict(config["partitions"][name])
+
+
+def trace_spec(config: dict, name: str) -> dict:
+    """The trace's own settings, with num_clients taken from its partition when not given."""
+    spec = dict(config["traces"][name])
+    if "num_clients" not in spec and spec.get("partition") in config["partitions"]:
+        spec["num_clients"] = config["partitions"][spec["partition"]].get("num_clients")
+    return spec
+
+
+def trace_needs_partition(config: dict, name: str) -> bool:
+    return config["traces"][name]["model"] in TRACE_MODELS_NEEDING_PARTITION
+
+
+def dataset_spec(config: dict, name: str) -> dict:
+    return dict(config.get("datasets", {}).get(name, {}))
+
+
+@dataclass(frozen=True)
+class Run:
+    experiment: str
+    algorithm: str
+    seed: int
+
+    @property
+    def directory(self) -> str:
+        return f"results/runs/{self.experiment}/{self.algorithm}/seed{self.seed}"
+
+
+def experiment_seeds(config: dict, experiment: str) -> list[int]:
+    """The experiment's own seeds (e.g. one seed for a cheap sweep), else the config's."""
+    return config["experiments"][experiment].get("seeds", config["seeds"])
+
+
+def runs(config: dict, experiment: str | None = None) -> list[Run]:
+    names = [experiment] if experiment else list(config["experiments"])
+    return [Run(e, a, s) for e in names for a in config["experiments"][e]["algorithms"]
+            for s in experiment_seeds(config, e)]
+
+
+def local_spec(config: dict, experiment: str, algorithm: str) -> dict:
+    """The run's local optimisation settings, resolved: the experiment's `training.local` with the algorithm's lr."""
+    training = config["experiments"][experiment]["training"]
+    lr = config["algorithms"][algorithm].get("lr")
+    return resolve_local(training.get("local"), lr, f"experiments.{experiment}.training.local").as_dict()
+
+
+def run_spec(config: dict, experiment: str, algorithm: str, seed: int) -> dict:
+    """Exactly what one training job depends on: its experiment's training settings with the local optimisation
+    block resolved for this algorithm, its algorithm's hyperparameters, its seed."""
+    training = {**config["experiments"][experiment]["training"], "local": local_spec(config, experiment, algorithm)}
+    return {"experiment": experiment, "algorithm_id": algorithm, "seed": int(seed), "training": training,
+            "algorithm": without(config["algorithms"][algorithm], "lr")}

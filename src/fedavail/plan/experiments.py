@@ -1,0 +1,85 @@
+"""An experiment's training block and the execution block, torch-free, each default written here only. Local
+optimisation (`training.local`) is fedavail.plan.local."""
+
+import re
+from dataclasses import dataclass
+
+from fedavail.plan.models import MODEL_NAMES
+from fedavail.plan.options import is_number, option
+
+DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Augmentation:
+    """Image augmentation of every local minibatch."""
+
+    crop_padding: int = option(0, "random crop after zero padding by this many pixels; 0: no crop")
+    horizontal_flip: bool = option(False, "flip each image horizontally with probability 1/2")
+
+    def __post_init__(self):
+        if isinstance(self.crop_padding, bool) or not isinstance(self.crop_padding, int) or self.crop_padding < 0:
+            raise ValueError(f"crop_padding: must be an integer >= 0, got {self.crop_padding!r}")
+        if not isinstance(self.horizontal_flip, bool):
+            raise ValueError(f"horizontal_flip: must be true or false, got {self.horizontal_flip!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Training:
+    """`experiments.<name>.training`: what every run of the experiment trains."""
+
+    model: str = option(doc="the model, by name", choices=tuple(MODEL_NAMES))
+    rounds: int = option(doc="communication rounds R")
+    local: dict = option({}, "local optimisation, see training.local")
+    eval_every: int = option(10, "evaluate the global model every this many rounds")
+    last_n: int = option(20, "final rounds evaluated every round and averaged in the tables")
+    train_eval_samples: int = option(2000, "training samples the training loss and accuracy are measured on")
+    augmentation: dict = option({}, "see training.augmentation")
+
+    def __post_init__(self):
+        if self.model not in MODEL_NAMES:
+            raise ValueError(f"model: unknown model {self.model!r}; known: {MODEL_NAMES}")
+        _positive_integers(self, "rounds", "eval_every", "last_n", "train_eval_samples")
+        if self.last_n > self.rounds:
+            raise ValueError(f"last_n: {self.last_n} exceeds rounds {self.rounds}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Experiment:
+    """`experiments.<name>`: every listed algorithm runs once per seed on the same partition and trace."""
+
+    partition: str = option(doc="a partition under `partitions`")
+    trace: str = option(doc="a trace under `traces`")
+    algorithms: list = option(doc="names under `algorithms`")
+    seeds: list | None = option(None, "this experiment's seeds (e.g. one seed for a cheap sweep); null: the top-level "
+                                "seeds")
+    training: dict = option(doc="see training")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Execution:
+    """`execution`: where and how jobs run; changing these reruns nothing."""
+
+    train_threads: int = option(1, "CPU threads per training job")
+    device: str = option("auto", "auto (CUDA when present), cpu, cuda, cuda:N")
+    batched: str | bool = option("auto", "vmap over clients (auto: on CUDA)", choices=("auto", True, False))
+    checkpoint_every: int = option(50, "rounds between checkpoints of a training run")
+    log_every: int = option(10, "rounds between progress lines in a run's log")
+    seconds_per_round: float = option(10, "cluster time limits: a training job asks for 10 min + rounds × "
+                                      "seconds_per_round (times the attempt, so a retry gets more)")
+
+    def __post_init__(self):
+        if self.batched not in ("auto", True, False):
+            raise ValueError(f"batched: must be auto, true or false, got {self.batched!r}")
+        _positive_integers(self, "train_threads", "checkpoint_every", "log_every")
+        if not isinstance(self.device, str) or not DEVICE.fullmatch(self.device):
+            raise ValueError(f"device: {self.device!r} is not auto, cpu, cuda or cuda:N")
+        if not is_number(self.seconds_per_round) or self.seconds_per_round <= 0:
+            raise ValueError(f"seconds_per_round: must be > 0, got {self.seconds_per_round!r}")
+
+
+def _positive_integers(options, *keys: str) -> None:
+    for key in keys:
+        value = getattr(options, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key}: must be an integer >= 1, got {value!r}")

@@ -1,0 +1,105 @@
+"""Partition schemes and their settings, torch-free: one frozen dataclass per scheme, each default written here only
+(what each scheme does: fedavail.data.partition). A config's partition entry is `dataset` plus `scheme` plus the
+scheme's settings."""
+
+from dataclasses import asdict, dataclass
+
+from fedavail.plan.options import check_int, is_number, key_table, option
+from fedavail.specs import check_keys
+
+WHAT = "partition spec key"
+ALLOCATIONS = ("equal", "class_proportional")
+SCHEMES_DRAWING_NU = ("client_dirichlet", "balanced_dirichlet", "two_group")  # the others store no ν_i
+
+_CLIENTS = "number of clients m"
+_ALPHA = "Dirichlet concentration α (smaller: more heterogeneous clients)"
+_ALLOCATION = ("equal: client sizes N/m, per-class counts rounded from ν_i·n_i; class_proportional: each class split "
+               "among clients in proportion to ν_{i,c} (the FedAWE/FedAU code; unequal sizes)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirichletScheme:
+    num_clients: int = option(doc=_CLIENTS)
+    alpha: float = option(doc=_ALPHA)
+
+    def __post_init__(self):
+        check_int(self.num_clients, "num_clients", 2 if isinstance(self, TwoGroup) else 1, WHAT)
+        if not is_number(self.alpha) or self.alpha <= 0:
+            raise ValueError(f"{WHAT} 'alpha' must be a positive number, got {self.alpha!r}")
+        allocation = getattr(self, "allocation", ALLOCATIONS[0])
+        if allocation not in ALLOCATIONS:
+            raise ValueError(f"{WHAT} 'allocation': {allocation!r} is not one of {ALLOCATIONS}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientDirichlet(DirichletScheme):
+    """ν_i ~ Dir(α·1_C) per client (FedSWE, Hsu et al. 2019, arXiv 1909.06335)."""
+
+    allocation: str = option("equal", _ALLOCATION, choices=ALLOCATIONS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BalancedDirichlet(DirichletScheme):
+    """Sizes N/m, every sample's class drawn from ν_i ~ Dir(α·1_C) (FAST, via FedLab)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeteroDirichlet(DirichletScheme):
+    """Per class, shares ~ Dir(α·1_m) over the clients, retried until every client holds min_size samples (FedLab's
+    hetero_dir_partition, FAST's Fashion-MNIST code)."""
+
+    min_size: int | None = option(None, "samples every client holds at least; null: the number of classes")
+    max_retries: int = option(100, "redraws before the repair step that guarantees min_size")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.min_size is not None:
+            check_int(self.min_size, "min_size", 0, WHAT)
+        check_int(self.max_retries, "max_retries", 1, WHAT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TwoGroup(DirichletScheme):
+    """Clients [0, m/2) hold only classes [0, C/2), the others the rest; client_dirichlet inside each group (FedSWE
+    §7.1)."""
+
+    allocation: str = option("equal", _ALLOCATION, choices=ALLOCATIONS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Natural:
+    """One client per natural group (a Shakespeare role)."""
+
+    num_clients: int | None = option(None, "keep only this many groups, those with the most samples; null: all")
+
+    def __post_init__(self):
+        if self.num_clients is not None:
+            check_int(self.num_clients, "num_clients", 1, WHAT)
+
+
+PARTITION_SCHEMES = {
+    "client_dirichlet": ClientDirichlet,
+    "balanced_dirichlet": BalancedDirichlet,
+    "hetero_dirichlet": HeteroDirichlet,
+    "two_group": TwoGroup,
+    "natural": Natural,
+}
+SCHEMES = tuple(PARTITION_SCHEMES)
+
+
+def resolve_partition(spec: dict):
+    """A partition spec (`scheme` and its settings, no `dataset`) checked, as its scheme's dataclass; raise
+    ValueError naming the offending key."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"partition spec must be a mapping, got {type(spec).__name__}")
+    scheme = spec.get("scheme")
+    if scheme not in PARTITION_SCHEMES:
+        raise ValueError(f"{WHAT} 'scheme': {scheme!r} is not one of {SCHEMES}")
+    cls = PARTITION_SCHEMES[scheme]
+    check_keys(spec, key_table(cls), WHAT, f"scheme {scheme!r}", ignore={"scheme"})
+    return cls(**{key: value for key, value in spec.items() if key != "scheme"})
+
+
+def full_partition_spec(spec: dict) -> dict:
+    """The spec with every default filled in, `scheme` first."""
+    return {"scheme": spec["scheme"], **asdict(resolve_partition(spec))}

@@ -1,0 +1,205 @@
+"""Availability trace models and their settings, torch-free: one frozen dataclass per model, each default written
+here only (what each model draws: fedavail.availability.traces)."""
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from fedavail.plan.options import check_int, check_probabilities, is_number, key_table, option
+from fedavail.specs import check_keys
+
+WHAT = "trace spec key"
+FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
+BERNOULLI_DYNAMICS = ("stationary", "staircase", "sine")
+FAST_DISTRIBUTIONS = ("uniform", "beta", "gamma", "weibull")  # the skewed ones: fedavail.availability.models
+TRACE_MODELS_NEEDING_PARTITION = ("fedswe",)
+
+_PERIOD = "P: rounds of one period of the staircase or sine modulation"
+_GAMMA = "γ: sine amplitude, f(t) = γ sin(2πt/P) + 1 − γ"
+_LOW = "staircase: f(t) in the second half of each period"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceModel:
+    """Settings of every model; num_clients, rounds and partition are the workflow's (a trace file has exactly the
+    clients and rounds given here)."""
+
+    snapshot_size: int | None = option(None, "size of the pre-drawn uniform cohort of every round (FAST's snapshots); "
+                                       "null: round(0.1·m), the fast model: its cohort size")
+    num_clients: int | None = option(None, "m; null: the partition's num_clients")
+    rounds: int | None = option(None, "rounds T the trace covers (at least the experiments' training.rounds)")
+    partition: str | None = option(None, "a partition under `partitions`: its clients (and, for the fedswe model, "
+                                   "their class mixes ν_i)")
+
+    def __post_init__(self):
+        for key in ("snapshot_size", "num_clients", "rounds"):
+            if getattr(self, key) is not None:
+                check_int(getattr(self, key), key, 1, WHAT)
+        if self.partition is not None and not isinstance(self.partition, str):
+            raise ValueError(f"{WHAT} 'partition' must name a partition, got {self.partition!r}")
+        self.check()
+
+    def check(self) -> None:
+        """The model's own settings."""
+
+    def choice(self, key: str, choices: tuple) -> None:
+        if getattr(self, key) not in choices:
+            raise ValueError(f"{WHAT} {key!r}: {getattr(self, key)!r} is not one of {choices}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FedSWETrace(TraceModel):
+    """p_i = <ν_i, φ>, φ_c ~ U(0, Φ_c); p_i^t = clip(p_i f(t), 0, 1) (FedSWE arXiv 2609.04763 §7, App. H.2)."""
+
+    dynamics: str = option("stationary", "f(t): stationary 1, staircase, sine, or two_group windows (§7.1)",
+                           choices=FEDSWE_DYNAMICS)
+    phi_max: list | None = option(None, "Φ_c per class; null: 1 for the first half of the classes, 0.5 for the rest")
+    period: int = option(20, _PERIOD)
+    gamma: float = option(0.3, _GAMMA)
+    low: float = option(0.4, _LOW)
+    window: int = option(100, "two_group: the window Pδ; clients [0, m/2) are on in its first half, the rest after")
+    inner: str = option("static", "two_group: f inside the window, 1 (static) or the staircase",
+                        choices=("static", "staircase"))
+    class_mix: str = option("nu", "ν_i: the partition's drawn class mix (nu, the paper) or its realised label "
+                            "shares (empirical, the FedAWE code)", choices=("nu", "empirical"))
+
+    def check(self) -> None:
+        self.choice("dynamics", FEDSWE_DYNAMICS)
+        self.choice("inner", ("static", "staircase"))
+        self.choice("class_mix", ("nu", "empirical"))
+        check_int(self.period, "period", 1, WHAT)
+        check_int(self.window, "window", 1, WHAT)
+        if self.phi_max is not None:
+            check_probabilities(self.phi_max, "phi_max", True, WHAT)
+        check_probabilities(self.gamma, "gamma", False, WHAT)
+        check_probabilities(self.low, "low", False, WHAT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FastTrace(TraceModel):
+    """A cohort of n = round(fraction·m) distinct clients per round, uniform or skewed (FAST, OpenReview
+    H3AUl3pnlu §3.2)."""
+
+    distribution: str = option(doc="uniform, or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2",
+                               choices=FAST_DISTRIBUTIONS)
+    fraction: float = option(0.1, "the cohort's share of the clients, in (0, 1]")
+
+    def check(self) -> None:
+        self.choice("distribution", FAST_DISTRIBUTIONS)
+        if not is_number(self.fraction) or not 0 < self.fraction <= 1:
+            raise ValueError(f"{WHAT} 'fraction' must be in (0, 1], got {self.fraction!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BernoulliTrace(TraceModel):
+    """p_i^t = clip(p f(t), 0, 1), with the fedswe model's stationary, staircase or sine f."""
+
+    p: float | list = option(doc="p, one probability or one per client")
+    dynamics: str = option("stationary", "f(t): stationary 1, staircase or sine", choices=BERNOULLI_DYNAMICS)
+    period: int = option(20, _PERIOD)
+    gamma: float = option(0.3, _GAMMA)
+    low: float = option(0.4, _LOW)
+
+    def check(self) -> None:
+        check_probabilities(self.p, "p", True, WHAT)
+        self.choice("dynamics", BERNOULLI_DYNAMICS)
+        check_int(self.period, "period", 1, WHAT)
+        check_probabilities(self.gamma, "gamma", False, WHAT)
+        check_probabilities(self.low, "low", False, WHAT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MarkovTrace(TraceModel):
+    """An on/off chain per client, started stationary; prob records the marginal p_on/(p_on + p_off)."""
+
+    p_on: float | list = option(doc="P(off → on), one probability or one per client")
+    p_off: float | list = option(doc="P(on → off), one probability or one per client")
+
+    def check(self) -> None:
+        check_probabilities(self.p_on, "p_on", True, WHAT)
+        check_probabilities(self.p_off, "p_off", True, WHAT)
+        p_on, p_off = np.asarray(self.p_on, float), np.asarray(self.p_off, float)
+        if p_on.ndim and p_off.ndim and p_on.shape != p_off.shape:
+            raise ValueError(f"{WHAT} 'p_off' has {p_off.size} values but 'p_on' has {p_on.size}")
+        if np.any(p_on + p_off <= 0):
+            raise ValueError(f"{WHAT}s 'p_on' and 'p_off' must not both be 0 (the chain would never move)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CyclicTrace(TraceModel):
+    """K groups of consecutive clients, one group on at a time (FedSWE eq. 4)."""
+
+    groups: int = option(doc="K, the number of groups")
+    p: float | list = option(doc="p_i while the client's group is on")
+    active_rounds: int = option(1, "rounds each group stays on")
+
+    def check(self) -> None:
+        check_int(self.groups, "groups", 1, WHAT)
+        check_probabilities(self.p, "p", True, WHAT)
+        check_int(self.active_rounds, "active_rounds", 1, WHAT)
+
+
+TRACE_MODELS = {
+    "fedswe": FedSWETrace,
+    "fast": FastTrace,
+    "bernoulli": BernoulliTrace,
+    "markov": MarkovTrace,
+    "cyclic": CyclicTrace,
+}
+
+
+def resolve_trace(spec: dict) -> TraceModel:
+    """A trace spec (`model` and its settings) checked, as its model's dataclass; raise ValueError naming the key."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"trace spec must be a mapping, got {type(spec).__name__}")
+    model = spec.get("model")
+    if model not in TRACE_MODELS:
+        raise ValueError(f"{WHAT} 'model': {model!r} is not one of {tuple(TRACE_MODELS)}")
+    cls = TRACE_MODELS[model]
+    check_keys(spec, key_table(cls), WHAT, f"model {model!r}", ignore={"model"})
+    return cls(**{key: value for key, value in spec.items() if key != "model"})
+
+
+def full_trace_spec(spec: dict) -> dict:
+    """The spec with every default filled in, `model` first."""
+    return {"model": spec["model"], **asdict(resolve_trace(spec))}
+
+
+def records_prob(spec: dict) -> bool:
+    """Whether traces of this spec store p_i^t (the fast model's skewed cohorts have no per-client probability)."""
+    return not (spec["model"] == "fast" and spec["distribution"] != "uniform")
+
+
+def per_client(spec: dict, key: str, num_clients: int) -> np.ndarray:
+    """A spec value given as one number or one per client, as float64 [m]."""
+    values = np.asarray(spec[key], dtype=np.float64)
+    if values.ndim == 0:
+        return np.full(num_clients, float(values))
+    if values.shape != (num_clients,):
+        raise ValueError(f"{WHAT} {key!r} has {values.size} values for {num_clients} clients")
+    return values
+
+
+def snapshot_size(spec: dict, num_clients: int) -> int:
+    """The snapshot cohort size of a full spec (full_trace_spec) for m clients."""
+    if spec["model"] == "fast":
+        size = max(1, int(round(spec["fraction"] * num_clients)))
+        if spec["snapshot_size"] is not None and spec["snapshot_size"] != size:
+            raise ValueError(f"{WHAT} 'snapshot_size': the fast model's cohort is round(fraction·m) = {size}")
+        return size
+    size = spec["snapshot_size"] if spec["snapshot_size"] is not None else max(1, int(round(0.1 * num_clients)))
+    if size > num_clients:
+        raise ValueError(f"{WHAT} 'snapshot_size': {size} > {num_clients} clients")
+    return size
+
+
+def check_trace_for(spec: dict, num_clients: int) -> None:
+    """What resolve_trace cannot check without the client count m: the snapshot size, per-client lists of length m,
+    no more cyclic groups than clients. Raise ValueError naming the key."""
+    spec = full_trace_spec(spec)
+    snapshot_size(spec, num_clients)
+    for key in ("p", "p_on", "p_off"):
+        if key in spec:
+            per_client(spec, key, num_clients)
+    if spec["model"] == "cyclic" and spec["groups"] > num_clients:
+        raise ValueError(f"{WHAT} 'groups': {spec['groups']} groups for {num_clients} clients")

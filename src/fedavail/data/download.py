@@ -116,6 +116,7 @@ DATASETS: dict[str, DatasetSource] = {
 
 # LEAF's Shakespeare JSON output (fedavail.data.leaf): no published copy to fetch, files placed by hand.
 PLACED_BY_HAND = "shakespeare_leaf_json"
+LEAF_TRAIN_PATTERN, LEAF_TEST_PATTERN = "all_data_*_train_*.json", "all_data_*_test_*.json"
 
 
 def source(name: str) -> DatasetSource:
@@ -170,6 +171,24 @@ def locate(name: str, raw_dir: Path) -> list[Path]:
     return [raw_dir / f.filename for f in files]
 
 
+def locate_placed(raw_dir: Path) -> list[Path]:
+    """[train file, test file] under raw_dir; DatasetError naming the folder and the pattern when not exactly one."""
+    raw_dir = Path(raw_dir)
+    found = []
+    for split, pattern in (("train", LEAF_TRAIN_PATTERN), ("test", LEAF_TEST_PATTERN)):
+        matches = sorted(raw_dir.rglob(pattern)) if raw_dir.is_dir() else []
+        if not matches:
+            raise DatasetError(
+                f"dataset {PLACED_BY_HAND!r}: no LEAF Shakespeare {split} file ({pattern}) under {raw_dir}/. Place LEAF's own "
+                f"output there (its data/train/ and data/test/ JSON files, written by LEAF's "
+                f"data/shakespeare/preprocess.sh; home page https://github.com/TalwalkarLab/leaf)")
+        if len(matches) > 1:
+            raise DatasetError(f"dataset {PLACED_BY_HAND!r}: {len(matches)} {split} files match {pattern} under {raw_dir}/ "
+                               f"({', '.join(str(m) for m in matches)}); keep one")
+        found.append(matches[0])
+    return found
+
+
 def verify(name: str, raw_dir: Path, checksums: dict[str, str] | None = None) -> list[Path]:
     """locate(), then check every file that has a published checksum against it (`checksums` {filename: md5}
     overrides, as in fetch). The prepare step calls this itself: a manifest says a download once succeeded, not that
@@ -220,9 +239,7 @@ def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[
     raw_dir = Path(raw_dir)
     if name == PLACED_BY_HAND:
         # LEAF's own scripts write these files: there is nothing to download, only to find them where they were put.
-        from fedavail.data.leaf import locate
-
-        return locate(raw_dir)
+        return locate_placed(raw_dir)
     files = source(name).files
     expected = {f.filename: (checksums or {}).get(f.filename, f.md5) for f in files}
     unknown = set(checksums or {}) - set(expected)

@@ -18,30 +18,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from fedavail.data import download
 from fedavail.data.download import DatasetError, file_digests
 from fedavail.data.shakespeare import ALL_LETTERS
 
-NAME = "shakespeare_leaf_json"
-TRAIN_PATTERN, TEST_PATTERN = "all_data_*_train_*.json", "all_data_*_test_*.json"
+NAME = download.PLACED_BY_HAND
 _LETTER_ID = {c: i for i, c in enumerate(ALL_LETTERS)}
-
-
-def locate(raw_dir: Path) -> list[Path]:
-    """[train file, test file] under raw_dir; DatasetError naming the folder and the pattern when not exactly one."""
-    raw_dir = Path(raw_dir)
-    found = []
-    for split, pattern in (("train", TRAIN_PATTERN), ("test", TEST_PATTERN)):
-        matches = sorted(raw_dir.rglob(pattern)) if raw_dir.is_dir() else []
-        if not matches:
-            raise DatasetError(
-                f"dataset {NAME!r}: no LEAF Shakespeare {split} file ({pattern}) under {raw_dir}/. Place LEAF's own "
-                f"output there (its data/train/ and data/test/ JSON files, written by LEAF's "
-                f"data/shakespeare/preprocess.sh; home page https://github.com/TalwalkarLab/leaf)")
-        if len(matches) > 1:
-            raise DatasetError(f"dataset {NAME!r}: {len(matches)} {split} files match {pattern} under {raw_dir}/ "
-                               f"({', '.join(str(m) for m in matches)}); keep one")
-        found.append(matches[0])
-    return found
 
 
 def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[str]]]]:
@@ -112,7 +94,7 @@ def prepare(raw_dir: Path, options: dict) -> dict:
         raise DatasetError(f"dataset {NAME!r} takes no preparation options (LEAF's files fix the users and the "
                            f"split), got {sorted(options)}; keep fewer clients with the natural partition's "
                            f"num_clients")
-    train_path, test_path = locate(raw_dir)
+    train_path, test_path = download.locate_placed(raw_dir)
     (users, train), (test_users, test) = read_split(train_path), read_split(test_path)
     if set(users) != set(test_users):
         odd = sorted(set(users) ^ set(test_users))

@@ -16,7 +16,7 @@ import itertools
 import string
 from fnmatch import fnmatchcase
 
-from fedavail.config import ConfigError
+from fedavail.plan.config import ConfigError
 from fedavail.config_yaml import load_config_files, merge
 
 GRID_SECTIONS = ("partitions", "traces", "algorithms", "experiments")

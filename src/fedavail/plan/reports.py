@@ -19,6 +19,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
+from fedavail.plan.config import experiment_seeds
 from fedavail.plan.claims import check_cells, parse_claims, referenced
 
 # What an experiment is, in the words the tables, figures and published values use (fedavail.report.frame columns).
@@ -406,8 +407,6 @@ def attributes(experiment: str, partition: dict, trace: dict, training: dict) ->
     return settings
 
 
-def _seeds(config: dict, experiment: str) -> list[int]:
-    return list(config["experiments"][experiment].get("seeds", config["seeds"]))
 
 
 def experiment_outputs(experiment: str) -> dict[str, str]:
@@ -439,7 +438,7 @@ def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) 
         trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
         experiments[experiment] = {"partition": config["partitions"][exp["partition"]], "trace": trace,
                                    "training": exp["training"], "algorithms": algorithms,
-                                   "seeds": _seeds(config, experiment)}
+                                   "seeds": list(experiment_seeds(config, experiment))}
     used = {a for info in experiments.values() for a in info["algorithms"]}
     return {"name": name, "report": report, "experiments": experiments,
             "algorithms": {a: config["algorithms"][a] for a in used}}

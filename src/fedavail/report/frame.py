@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.reports import attributes
+from fedavail.plan.traces import full_trace_spec
 from fedavail.report import labels
 
 RUN = ["experiment", "algorithm", "seed"]
@@ -40,22 +42,15 @@ def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
 
 def algorithm_settings(spec: dict) -> dict:
     """algorithm_name and every scalar hyperparameter, the algorithm class's defaults filled in."""
-    from fedavail.algorithms import ALGORITHMS
-
     name = spec["algorithm"]
-    values = {f.name: f.default for f in dataclasses.fields(ALGORITHMS[name])
-              if f.init and f.default is not dataclasses.MISSING}
-    values.update({k: v for k, v in spec.items() if k != "algorithm"})
+    given = {k: v for k, v in spec.items() if k != "algorithm"}
+    values = {**dataclasses.asdict(resolve_algorithm(name, {k: v for k, v in given.items() if k != "lr"})), **given}
     return {"algorithm_name": name, **{f"algorithm.{k}": v for k, v in values.items()
                                        if v is None or isinstance(v, (bool, int, float, str))}}
 
 
 def experiment_attributes(name: str, info: dict) -> dict:
-    from fedavail.availability.traces import _MODEL_KEYS
-    from fedavail.specs import REQUIRED
-
-    defaults = {k: v for k, v in _MODEL_KEYS[info["trace"]["model"]].items() if v != REQUIRED}
-    trace = {**defaults, **info["trace"]}
+    trace = full_trace_spec(info["trace"])
     return {**attributes(name, info["partition"], trace, info["training"]), "last_n": info["training"]["last_n"]}
 
 

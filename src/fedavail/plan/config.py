@@ -7,8 +7,8 @@ from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.experiments import Augmentation, Execution, Experiment, Training
 from fedavail.plan.local import resolve_local
 from fedavail.plan.options import key_table, required
-from fedavail.plan.partitions import resolve_partition
-from fedavail.plan.traces import TRACE_MODELS_NEEDING_PARTITION, resolve_trace
+from fedavail.plan.partitions import full_partition_spec, resolve_partition
+from fedavail.plan.traces import TRACE_MODELS_NEEDING_PARTITION, full_trace_spec
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
 PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf", "shakespeare_leaf_json")
@@ -55,7 +55,7 @@ def _check_trace(config: dict, name: str) -> None:
                               f"'partitions' (got {spec.get('partition')!r})")
     elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
         raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
-    wrap(key, resolve_trace, trace_spec(config, name))
+    wrap(key, trace_spec, config, name)
 
 
 def _check_experiment(config: dict, name: str) -> None:
@@ -101,15 +101,26 @@ def _typed(cls, values: dict, where: str):
 
 
 def partition_spec(config: dict, name: str) -> dict:
-    return dict(config["partitions"][name])
+    """What a partition job depends on: its dataset and its scheme's settings, every default filled in (a changed
+    default is a changed job)."""
+    spec = config["partitions"][name]
+    return {"dataset": spec["dataset"], **full_partition_spec(without(spec, "dataset"))}
 
 
 def trace_spec(config: dict, name: str) -> dict:
-    """The trace's own settings, with num_clients taken from its partition when not given."""
+    """The trace's settings, num_clients taken from its partition when not given, every default filled in."""
     spec = dict(config["traces"][name])
     if "num_clients" not in spec and spec.get("partition") in config["partitions"]:
         spec["num_clients"] = config["partitions"][spec["partition"]].get("num_clients")
-    return spec
+    return full_trace_spec(spec)
+
+
+def algorithm_spec(config: dict, name: str) -> dict:
+    """Algorithm entry `name` as a job receives it: `algorithm` and every hyperparameter, defaults filled in (its
+    `lr` belongs to the local optimisation block)."""
+    entry = without(config["algorithms"][name], "lr")
+    options = resolve_algorithm(entry["algorithm"], without(entry, "algorithm"))
+    return {"algorithm": entry["algorithm"], **{key: getattr(options, key) for key in options.hyperparameters()}}
 
 
 def trace_needs_partition(config: dict, name: str) -> bool:
@@ -154,4 +165,4 @@ def run_spec(config: dict, experiment: str, algorithm: str, seed: int) -> dict:
     block resolved for this algorithm, its algorithm's hyperparameters, its seed."""
     training = {**config["experiments"][experiment]["training"], "local": local_spec(config, experiment, algorithm)}
     return {"experiment": experiment, "algorithm_id": algorithm, "seed": int(seed), "training": training,
-            "algorithm": without(config["algorithms"][algorithm], "lr")}
+            "algorithm": algorithm_spec(config, algorithm)}

@@ -7,6 +7,7 @@ seeds' participants is one back-end call (one vmap on the batched back end). Eve
 run's (exactly on the per-client loop; on vmap up to the reassociation of batched kernels)."""
 
 import hashlib
+import json
 import logging
 import math
 import resource
@@ -80,6 +81,12 @@ class RunPaths:
     def checkpoint(self) -> Path:
         return self.out_dir / "checkpoint.pt"
 
+    @property
+    def finished(self) -> Path:
+        """A many-seed job's record of a finished seed (fingerprint, rows, summary), which Snakemake does not delete
+        when the job reruns for an added seed: that seed's outputs are then rewritten from it, not recomputed."""
+        return self.out_dir / "finished.json"
+
 
 def git_commit() -> str | None:
     try:
@@ -123,26 +130,57 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
 
 
 def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution = Execution(),
-              stop_after_round: int | None = None, dtype: torch.dtype = torch.float32) -> list[dict]:
+              stop_after_round: int | None = None, dtype: torch.dtype = torch.float32,
+              keep_records: bool = False) -> list[dict]:
     """Run (or resume) several seeds of one experiment x algorithm in one process; one result per seed, as `run`'s.
 
-    Specs must differ only in their seed. `dtype` float64 is for exactness checks (tests)."""
+    Specs must differ only in their seed. With `keep_records` (the multi-seed job), each finished seed leaves a
+    record (`RunPaths.finished`) and a seed with a record of the same fingerprint is not trained again: its outputs
+    are rewritten as they were. `dtype` float64 is for exactness checks (tests)."""
     started = time.perf_counter()
     _check_same_settings([s.spec for s in seeds])
     stopping.install()
     code_sha256 = training_code_hash()
     device = pick_device(execution.device)
     identities = [_identity(Path(prepared_path), s, code_sha256, device) for s in seeds]
+    results = [_restore_finished(RunPaths(Path(s.out_dir)), identity[2]) if keep_records else None
+               for s, identity in zip(seeds, identities)]
+    pending = [j for j, result in enumerate(results) if result is None]
+    if not pending:
+        return results
+    seeds, identities = [seeds[j] for j in pending], [identities[j] for j in pending]
     threads = next((c.threads for *_, c in identities if c is not None), execution.threads)
     if threads != execution.threads:
         log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
     shared = _Shared.load(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started)
-    runs = [_setup(shared, s, *identity, label="" if len(seeds) == 1 else f"seed {s.spec['seed']}: ")
-            for s, identity in zip(seeds, identities)]
+    runs = [_setup(shared, s, *identity, label=f"seed {s.spec['seed']}: " if len(seeds) > 1 else "",
+                   keep_record=keep_records) for s, identity in zip(seeds, identities)]
     _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
-    return [r.result for r in runs]
+    for j, seed_run in zip(pending, runs):
+        results[j] = seed_run.result
+    return results
+
+
+def _restore_finished(paths: RunPaths, fingerprint: str) -> dict | None:
+    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None."""
+    try:
+        record = json.loads(paths.finished.read_text())
+    except (OSError, ValueError):
+        return None
+    if record.get("fingerprint") != fingerprint:
+        return None
+    _write_metrics(paths.metrics, record["rows"])
+    write_json(paths.summary, record["summary"])
+    log.info("seed %s finished before with this spec, code and inputs: outputs rewritten from %s",
+             record["summary"]["seed"], paths.finished)
+    return record["summary"]
+
+
+def _write_metrics(path: Path, rows: list[dict]) -> None:
+    with atomic_path(path) as tmp:
+        pd.DataFrame(rows).to_parquet(tmp, index=False)
 
 
 def _check_same_settings(specs: list[dict]) -> None:
@@ -230,6 +268,7 @@ class Recorder:
     elapsed_before: float
     label: str  # names the seed in log lines when several train in one process
     progress: Callable[[int, dict, int], None]
+    keep_record: bool  # write RunPaths.finished (many-seed jobs)
     diverged_at: int | None = None
     divergence: str | None = None
 
@@ -263,8 +302,7 @@ class Recorder:
                         elapsed=self.elapsed(), threads=self.shared.threads)
 
     def finish(self, state: State, local_state: State) -> dict:
-        with atomic_path(self.paths.metrics) as tmp:
-            pd.DataFrame(self.rows).to_parquet(tmp, index=False)
+        _write_metrics(self.paths.metrics, self.rows)
         shared, spec = self.shared, self.spec
         summary = {
             "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": int(spec["seed"]),
@@ -281,6 +319,10 @@ class Recorder:
                            "python": sys.version.split()[0], "training_code_sha256": training_code_hash()},
         }
         write_json(self.paths.summary, summary)
+        if self.keep_record:
+            record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": summary}
+            with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
+                tmp.write_text(json.dumps(record, default=str))
         self.paths.checkpoint.unlink(missing_ok=True)
         return summary
 
@@ -318,7 +360,7 @@ class SeedRun:
 
 
 def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inputs_sha256: dict[str, str],
-           fingerprint: str, checkpoint: Checkpoint | None, label: str) -> SeedRun:
+           fingerprint: str, checkpoint: Checkpoint | None, label: str, keep_record: bool) -> SeedRun:
     spec, training, device = seed_inputs.spec, shared.training, shared.device
     seed = int(spec["seed"])
     algorithm_spec = dict(spec["algorithm"])
@@ -353,7 +395,7 @@ def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inp
         state, local_state, rows = checkpoint.tensors["algorithm"], checkpoint.tensors["local"], checkpoint.rows
         next_round, elapsed_before = checkpoint.next_round, checkpoint.elapsed
     recorder = Recorder(RunPaths(Path(seed_inputs.out_dir)), spec, inputs, inputs_sha256, fingerprint, shared,
-                        evaluation, rows, elapsed_before, label, _progress(next_round, rounds, label))
+                        evaluation, rows, elapsed_before, label, _progress(next_round, rounds, label), keep_record)
     return SeedRun(seed, algorithm, trainer, trace, state, local_state, recorder, next_round)
 
 

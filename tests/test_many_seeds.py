@@ -10,6 +10,7 @@ import torch
 from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.partition import make_partition, save_partition
 from fedavail.data.prepared import save_prepared
+from fedavail.cli import main
 from fedavail.train import Execution, RunInputs, run_seeds
 
 from synthetic import image_dataset
@@ -135,3 +136,12 @@ def test_seeds_trained_together_must_share_their_settings(inputs, tmp_path):
     seeds[1].spec = {**seeds[1].spec, "algorithm": ALGORITHMS["mifa"]}
     with pytest.raises(ValueError, match="must share every setting but the seed"):
         run_seeds(inputs / "data.pt", seeds)
+
+
+def test_train_seeds_needs_one_partition_trace_and_folder_per_spec(inputs, tmp_path):
+    specs = json.dumps([_spec("fedavg", s) for s in SEEDS[:2]])
+    with pytest.raises(SystemExit, match="one entry per spec \\(2\\); got 2, 1 and 2"):
+        main(["train-seeds", "--prepared", str(inputs / "data.pt"),
+              "--partition", str(inputs / "partition0.npz"), str(inputs / "partition1.npz"),
+              "--trace", str(inputs / "trace0.npz"), "--out-dir", str(tmp_path / "a"), str(tmp_path / "b"),
+              "--spec", specs])

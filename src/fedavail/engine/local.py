@@ -5,7 +5,8 @@ state).
 `LocalTrainer` owns the model, the client data, the settings and the back end. Two interchangeable back ends: a
 per-client loop (the fast path on CPU) and a torch.func.vmap over stacked client parameters (the default on CUDA).
 Both consume the same keyed minibatches and the same optimizer formula (engine.optim), so they return the same end
-points up to floating-point reassociation.
+points up to floating-point reassociation. `train_together` hands several seeds' participants (each seed its own
+LocalTrainer over the same model, settings and data tensors) to one back-end call: one vmap over seeds x clients.
 
 Per-client state that outlives a round (optimizer moments with `optimizer_state: persistent`; the epoch cursor and
 the running training accuracy of epoch-based local work) is kept as [m, ...] tables in `LocalTrainer.init_state`'s

@@ -10,7 +10,8 @@
 # channels-last kernels against contiguous ones; (2) benchmarks/round_cost.py: fedavail round against a plain loop,
 # and vmap against the per-client loop at 100 participants (target >= 5x); (3) benchmarks/peers.py: fedavail,
 # FedLab 1.3.0 and a plain loop; (4) benchmarks/synthetic_run.py: a 200-round FedSWE SVHN-CNN run on synthetic
-# SVHN-shaped data, seconds per round. Not covered: many seeds in one process (not built).
+# SVHN-shaped data, seconds per round; (5) benchmarks/many_seeds.py: three seeds in one process (one vmap over all
+# seeds' clients) against three separate runs, in float64 (the metrics must agree to ~1e-9) and float32 (wall time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
@@ -22,11 +23,15 @@ if [[ "${1:-}" == "--cpu" ]]; then
     ROUND_COST=(--repeats 1 --workloads 4x32 --vmap-clients 2 --threads 1)
     PEERS=(--repeats 1 --workloads 4x32 --threads 1)
     RUN=(--rounds 2 --local-steps 1 --threads 1)
+    MANY_SEEDS=(--seeds 2 --rounds 2 --local-steps 1 --threads 1)
+    MANY_SEEDS_TIMED=("${MANY_SEEDS[@]}")
 elif [[ $# -eq 0 ]]; then
     DEVICE=cuda
     ROUND_COST=(--repeats 3 --vmap-clients 100)
     PEERS=(--repeats 3)
     RUN=(--rounds 200)
+    MANY_SEEDS=(--seeds 3 --rounds 5)
+    MANY_SEEDS_TIMED=(--seeds 3 --rounds 30)
 else
     echo "usage: bash benchmarks/gpu_check.sh [--cpu]" >&2
     exit 2
@@ -60,5 +65,9 @@ timeout 180 "$PYTHON" benchmarks/peers.py --device "$DEVICE" --arms "${ARMS[@]}"
 
 step "4. FedSWE SVHN CNN run on synthetic SVHN-shaped data on $DEVICE"
 timeout 180 "$PYTHON" benchmarks/synthetic_run.py --device "$DEVICE" "${RUN[@]}"
+
+step "5. many seeds in one process against separate runs on $DEVICE"
+timeout 150 "$PYTHON" benchmarks/many_seeds.py --device "$DEVICE" --dtype float64 "${MANY_SEEDS[@]}"
+timeout 150 "$PYTHON" benchmarks/many_seeds.py --device "$DEVICE" --dtype float32 "${MANY_SEEDS_TIMED[@]}"
 
 step "done"

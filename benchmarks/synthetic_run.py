@@ -49,9 +49,10 @@ def main():
     args = parser.parse_args()
     spec = {"seed": 0, "experiment": "synthetic_svhn", "algorithm_id": "fedswe_k0",
             "algorithm": {"algorithm": "fedswe", "k": 0, "lr": 0.1},
-            "training": {"model": "fedswe_svhn_cnn", "rounds": args.rounds, "local_steps": args.local_steps,
-                         "batch_size": 128, "lr_schedule": "sqrt_decay", "grad_clip": 0.5, "eval_every": 20,
-                         "last_n": 0, "augmentation": {"crop_padding": 4}}}
+            "training": {"model": "fedswe_svhn_cnn", "rounds": args.rounds, "eval_every": 20, "last_n": 0,
+                         "augmentation": {"crop_padding": 4},
+                         "local": {"steps": args.local_steps, "batch_size": 128, "schedule": "sqrt_decay",
+                                   "grad_clip": 0.5}}}
     batched = {"true": True, "false": False}.get(args.batched, "auto")
     with tempfile.TemporaryDirectory() as root:
         root = Path(root)

@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+from fedavail.plan.experiments import Execution
+
 
 def _spec(text: str) -> dict:
     try:
@@ -67,18 +69,47 @@ def cmd_trace(args) -> None:
     plot_trace(trace, args.figure)
 
 
-def cmd_train(args) -> int:
+def _claim_gpu(args) -> None:
     if args.gpu_slots is not None:
         # Before anything imports torch: CUDA reads CUDA_VISIBLE_DEVICES once, when it initialises.
         from fedavail.gpu_slots import claim
 
         claim(args.gpu_slots, args.device)
+
+
+def cmd_train(args) -> int:
+    _claim_gpu(args)
     from fedavail.train import Execution, run
 
     execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
     result = run(args.prepared, args.partition, args.trace, args.out_dir, args.spec, execution)
     # A preempted run exits non-zero so the scheduler retries it; the retry resumes from the checkpoint.
     return 3 if "stopped_at" in result else 0
+
+
+def cmd_train_seeds(args) -> int:
+    _claim_gpu(args)
+    from fedavail.train import Execution, RunInputs, run_seeds
+
+    count = len(args.spec)
+    if not (len(args.partition) == len(args.trace) == len(args.out_dir) == count):
+        raise SystemExit(f"fedavail train-seeds: --partition, --trace and --out-dir need one entry per spec ({count}); "
+                         f"got {len(args.partition)}, {len(args.trace)} and {len(args.out_dir)}")
+    seeds = [RunInputs(*entry) for entry in zip(args.partition, args.trace, args.out_dir, args.spec)]
+    execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
+    # Records of finished seeds: adding a seed to the job restores them instead of recomputing them.
+    results = run_seeds(args.prepared, seeds, execution, keep_records=True)
+    return 3 if any("stopped_at" in result for result in results) else 0
+
+
+def _specs(text: str) -> list[dict]:
+    try:
+        specs = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"--spec is not valid JSON: {error}") from error
+    if not isinstance(specs, list) or not specs or not all(isinstance(s, dict) for s in specs):
+        raise argparse.ArgumentTypeError("--spec must be a non-empty JSON list of objects, one run spec per seed")
+    return specs
 
 
 def _batched(value: str) -> str | bool:
@@ -140,16 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--trace", type=Path, required=True)
     train.add_argument("--out-dir", type=Path, required=True)
     train.add_argument("--spec", type=_spec, required=True)
-    train.add_argument("--threads", type=int, default=1)
-    train.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
-    train.add_argument("--batched", default="auto", choices=["auto", "true", "false", "True", "False"],
-                       help="vmap over clients (auto: on CUDA)")
-    train.add_argument("--checkpoint-every", type=int, default=50)
-    train.add_argument("--log-every", type=int, default=10)
-    train.add_argument("--gpu-slots", type=Path, default=None, metavar="DIR",
-                       help="with several GPUs visible, lock one device per concurrent job via slot files in DIR "
-                            "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
+    _execution_arguments(train)
     train.set_defaults(func=cmd_train)
+
+    train_seeds = stages.add_parser("train-seeds", help="several seeds of one experiment x algorithm in one process "
+                                                        "(their clients batched together); the same outputs as train")
+    train_seeds.add_argument("--prepared", type=Path, required=True)
+    train_seeds.add_argument("--partition", type=Path, nargs="+", required=True, help="one per seed, in seed order")
+    train_seeds.add_argument("--trace", type=Path, nargs="+", required=True, help="one per seed")
+    train_seeds.add_argument("--out-dir", type=Path, nargs="+", required=True, help="one per seed")
+    train_seeds.add_argument("--spec", type=_specs, required=True, help="JSON list of the seeds' run specs")
+    _execution_arguments(train_seeds)
+    train_seeds.set_defaults(func=cmd_train_seeds)
 
     report = stages.add_parser("report", help="one report job: an experiment's table and figure, a `reports:` "
                                "table or figure, or the frame of every run")
@@ -160,12 +193,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _execution_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = Execution()  # the config's `execution` defaults
+    parser.add_argument("--threads", type=int, default=defaults.train_threads)
+    parser.add_argument("--device", default=defaults.device, help="auto (CUDA when present), cpu, cuda, cuda:N")
+    parser.add_argument("--batched", default=str(defaults.batched), choices=["auto", "true", "false", "True", "False"],
+                        help="vmap over clients (auto: on CUDA)")
+    parser.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
+    parser.add_argument("--log-every", type=int, default=defaults.log_every)
+    parser.add_argument("--gpu-slots", type=Path, default=None, metavar="DIR",
+                        help="with several GPUs visible, lock one device per concurrent job via slot files in DIR "
+                             "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     code = args.func(args) or 0
-    if args.stage == "train" and argv is None:
+    if args.stage in ("train", "train-seeds") and argv is None:
         # The run's files are written and closed: skip the interpreter's teardown of torch (~0.5 s a process, paid
         # by every training job). Locks (fedavail.gpu_slots) are released by the kernel all the same.
         logging.shutdown()

@@ -1,13 +1,20 @@
-"""One training run: load the prepared data, partition and trace; build model and algorithm; loop rounds; evaluate;
-checkpoint; write per-round metrics (parquet) and a summary with provenance (JSON)."""
+"""Training runs: set up (prepared data, partition, trace; model, algorithm, local trainer, state, resume), loop
+rounds, and record (evaluation schedule, per-round metrics in parquet, checkpoints, a summary with provenance in JSON).
+
+`run` trains one seed. `run_seeds` trains several seeds of one experiment x algorithm in one process: each seed keeps
+its own partition, trace, keyed streams, algorithm state, checkpoint and outputs, and the round's local work of all
+seeds' participants is one back-end call (one vmap on the batched back end). Every seed's numbers are its separate
+run's (exactly on the per-client loop; on vmap up to the reassociation of batched kernels)."""
 
 import hashlib
+import json
 import logging
 import math
 import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,18 +23,19 @@ import torch
 
 from fedavail import __version__, stopping
 from fedavail.algorithms import build_algorithm
-from fedavail.algorithms.base import RoundContext, run_round, state_bytes
-from fedavail.availability.traces import load_trace
-from fedavail.checkpoint import load_checkpoint, save_checkpoint
+from fedavail.algorithms.base import Algorithm, RoundContext, State, local_work, state_bytes
+from fedavail.availability.traces import Trace, load_trace
+from fedavail.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
 from fedavail.divergence import divergence
 from fedavail.engine.client_data import Augmentation, ClientData
 from fedavail.engine.evaluate import evaluate
-from fedavail.engine.local import LocalTrainer, vmap_supported
+from fedavail.engine.local import LocalResult, LocalTrainer, LocalWork, train_together, vmap_supported
 from fedavail.engine.params import FlatModel
 from fedavail.io import atomic_path, remove_temporaries, write_json
 from fedavail.models import build_model
+from fedavail.plan.experiments import Execution as ExecutionSettings
 from fedavail.plan.local import resolve_local
 from fedavail.plan.sources import TRAINING_SOURCES
 from fedavail.provenance import input_hashes, log_run_header, run_fingerprint
@@ -73,6 +81,12 @@ class RunPaths:
     def checkpoint(self) -> Path:
         return self.out_dir / "checkpoint.pt"
 
+    @property
+    def finished(self) -> Path:
+        """A many-seed job's record of a finished seed (fingerprint, rows, summary), which Snakemake does not delete
+        when the job reruns for an added seed: that seed's outputs are then rewritten from it, not recomputed."""
+        return self.out_dir / "finished.json"
+
 
 def git_commit() -> str | None:
     try:
@@ -82,15 +96,29 @@ def git_commit() -> str | None:
         return None
 
 
+EXECUTION_DEFAULTS = ExecutionSettings()  # the config's `execution` defaults (fedavail.plan.experiments)
+
+
 @dataclass
 class Execution:
     """Where and how a run executes: none of it changes what the run computes (beyond float reassociation)."""
 
-    threads: int = 1
-    device: str = "auto"
-    batched: str | bool = "auto"
-    checkpoint_every: int = 50
-    log_every: int = 10
+    threads: int = EXECUTION_DEFAULTS.train_threads
+    device: str = EXECUTION_DEFAULTS.device
+    batched: str | bool = EXECUTION_DEFAULTS.batched
+    checkpoint_every: int = EXECUTION_DEFAULTS.checkpoint_every
+    log_every: int = EXECUTION_DEFAULTS.log_every
+
+
+@dataclass
+class RunInputs:
+    """One seed's files: its partition and trace, the folder its outputs go to, and its spec (the prepared dataset
+    is the same for all seeds of an experiment)."""
+
+    partition: Path
+    trace: Path
+    out_dir: Path
+    spec: dict
 
 
 def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Path, spec: dict,
@@ -98,146 +126,341 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
     """Run (or resume) one training run described by `spec` = {seed, training: {..., local: {...}}, algorithm: {...}}
 (fedavail.config.run_spec resolves the local optimisation block; an algorithm's own lr overrides its lr).
 
-    `stop_after_round` ends the run early as if preempted (tests use it to check resume)."""
-    started = time.perf_counter()
-    paths = RunPaths(Path(out_dir))
-    seed = int(spec["seed"])
-    training = spec["training"]
-    algorithm_spec = dict(spec["algorithm"])
-    algorithm_name = algorithm_spec.pop("algorithm")
-    options = resolve_local(training.get("local"), algorithm_spec.pop("lr", None), "training.local")
-    algorithm = build_algorithm(algorithm_name, algorithm_spec)
+    Returns the summary, or {"stopped_at": round} when the run stopped early. `stop_after_round` ends the run early
+    as if preempted (tests use it to check resume)."""
+    inputs = RunInputs(Path(partition_path), Path(trace_path), Path(out_dir), spec)
+    return run_seeds(prepared_path, [inputs], execution, stop_after_round)[0]
 
+
+def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution = Execution(),
+              stop_after_round: int | None = None, dtype: torch.dtype = torch.float32,
+              keep_records: bool = False) -> list[dict]:
+    """Run (or resume) several seeds of one experiment x algorithm in one process; one result per seed, as `run`'s.
+
+    Specs must differ only in their seed. With `keep_records` (the multi-seed job), each finished seed leaves a
+    record (`RunPaths.finished`) and a seed with a record of the same fingerprint is not trained again: its outputs
+    are rewritten as they were. `dtype` float64 is for exactness checks (tests)."""
+    started = time.perf_counter()
+    _check_same_settings([s.spec for s in seeds])
     stopping.install()
-    remove_temporaries(paths.out_dir)
-    inputs = {"prepared": Path(prepared_path), "partition": Path(partition_path), "trace": Path(trace_path)}
-    inputs_sha256 = input_hashes(inputs)
+    code_sha256 = training_code_hash()
     device = pick_device(execution.device)
-    fingerprint = run_fingerprint(spec, training_code_hash(), inputs_sha256)
-    checkpoint = load_checkpoint(paths.checkpoint, fingerprint, device)
-    threads = execution.threads if checkpoint is None else checkpoint.threads
+    identities = [_identity(Path(prepared_path), s, code_sha256, device) for s in seeds]
+    results = [_restore_finished(RunPaths(Path(s.out_dir)), identity[2]) if keep_records else None
+               for s, identity in zip(seeds, identities)]
+    pending = [j for j, result in enumerate(results) if result is None]
+    if not pending:
+        return results
+    seeds, identities = [seeds[j] for j in pending], [identities[j] for j in pending]
+    threads = next((c.threads for *_, c in identities if c is not None), execution.threads)
     if threads != execution.threads:
         log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
-    dataset = load_prepared(prepared_path)
-    partition = load_partition(partition_path)
-    trace = load_trace(trace_path)
-    rounds = int(training["rounds"])
-    if trace.available.shape[0] < rounds:
-        raise ValueError(f"trace {trace_path} has {trace.available.shape[0]} rounds, the run needs {rounds}")
-    if trace.available.shape[1] != partition.num_clients:
-        raise ValueError(f"trace {trace_path} has {trace.available.shape[1]} clients, "
-                         f"partition {partition_path} has {partition.num_clients}")
+    shared = _Shared.load(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started)
+    runs = [_setup(shared, s, *identity, label=f"seed {s.spec['seed']}: " if len(seeds) > 1 else "",
+                   keep_record=keep_records) for s, identity in zip(seeds, identities)]
+    _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
+    for j, seed_run in zip(pending, runs):
+        results[j] = seed_run.result
+    return results
 
-    module = build_model(training["model"], dataset, seed)
-    model = FlatModel(module).to(device)
-    augmentation = Augmentation(**training.get("augmentation", {}))
-    data = ClientData(dataset, partition.offsets, partition.indices, device, augmentation)
-    test_x, test_y = dataset["test_x"].to(device), dataset["test_y"].to(device)
-    train_eval = _train_eval_subset(dataset, int(training.get("train_eval_samples", 2000)), seed)
-    train_eval_x, train_eval_y = dataset["train_x"][train_eval].to(device), dataset["train_y"][train_eval].to(device)
 
-    batched = (device.type == "cuda") if execution.batched == "auto" else bool(execution.batched)
-    if batched and not vmap_supported(model):
-        log.info("model %s cannot be batched with vmap (LSTM); using the per-client loop", training["model"])
-        batched = False
-    trainer = LocalTrainer(model, data, options, seed, batched)
+def _restore_finished(paths: RunPaths, fingerprint: str) -> dict | None:
+    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None."""
+    try:
+        record = json.loads(paths.finished.read_text())
+    except (OSError, ValueError):
+        return None
+    if record.get("fingerprint") != fingerprint:
+        return None
+    _write_metrics(paths.metrics, record["rows"])
+    write_json(paths.summary, record["summary"])
+    log.info("seed %s finished before with this spec, code and inputs: outputs rewritten from %s",
+             record["summary"]["seed"], paths.finished)
+    return record["summary"]
 
-    log_run_header(log, spec=spec, inputs=inputs, inputs_sha256=inputs_sha256, device=device, threads=threads,
-                   batched=batched, resume_round=None if checkpoint is None else checkpoint.next_round)
-    if checkpoint is None:
-        x0 = model.flatten().to(device)
-        state = algorithm.init_state(x0, data.client_sizes().to(device))
-        local_state = trainer.init_state(partition.num_clients, x0.dtype, device)
-        rows, first_round, elapsed_before = [], 0, 0.0
-    else:
-        state, local_state, rows = checkpoint.tensors["algorithm"], checkpoint.tensors["local"], checkpoint.rows
-        first_round, elapsed_before = checkpoint.next_round, checkpoint.elapsed
 
-    def local_train(clients, starts, correction, ctx):
-        return trainer.train(clients, starts, correction, ctx.round, ctx.lr, local_state)
+def _write_metrics(path: Path, rows: list[dict]) -> None:
+    with atomic_path(path) as tmp:
+        pd.DataFrame(rows).to_parquet(tmp, index=False)
 
-    def save(next_round, rows_so_far):
-        save_checkpoint(paths.checkpoint, fingerprint=fingerprint, tensors={"algorithm": state, "local": local_state},
-                        rows=rows_so_far, next_round=next_round,
-                        elapsed=elapsed_before + time.perf_counter() - started, threads=threads)
 
-    eval_every, last_n = int(training["eval_every"]), int(training["last_n"])
-    checkpoint_every, log_every = execution.checkpoint_every, execution.log_every
-    diverged_at = divergence_reason = None
-    progress = _progress(first_round, rounds)
+def _check_same_settings(specs: list[dict]) -> None:
+    first = {k: v for k, v in specs[0].items() if k != "seed"}
+    for spec in specs[1:]:
+        if {k: v for k, v in spec.items() if k != "seed"} != first:
+            raise ValueError(f"seeds trained together must share every setting but the seed; seed {spec['seed']}'s "
+                             f"spec differs from seed {specs[0]['seed']}'s")
+    if len({int(s["seed"]) for s in specs}) < len(specs):
+        raise ValueError(f"seeds trained together must differ: {[s['seed'] for s in specs]}")
 
-    for t in range(first_round, rounds):
-        round_started = time.perf_counter()
-        ctx = RoundContext(
-            round=t,
-            available=torch.from_numpy(trace.available[t]).to(device),
-            prob=None if trace.prob is None else torch.from_numpy(trace.prob[t]).to(device),
-            snapshot=None if trace.snapshot is None else torch.from_numpy(trace.snapshot[t]).to(device),
-            lr=options.lr_at(t),
-            generator=torch_generator(seed, "algorithm", t),
-        )
-        try:
-            next_state, clients, result = run_round(algorithm, state, ctx, local_train)
-        except stopping.StopRequested as stop:
-            # The unfinished round is discarded: the checkpoint holds the state at its start.
-            save(t, rows)
-            log.warning("stopping in round %d (signal %d); the next run resumes at its start", t, stop.signum)
-            return {"stopped_at": t}
-        state = next_state
 
+def _identity(prepared: Path, seed: RunInputs, code_sha256: str, device: torch.device):
+    """A seed's inputs with their hashes, its fingerprint and its resumable checkpoint (None: start fresh)."""
+    paths = RunPaths(Path(seed.out_dir))
+    remove_temporaries(paths.out_dir)
+    inputs = {"prepared": prepared, "partition": Path(seed.partition), "trace": Path(seed.trace)}
+    inputs_sha256 = input_hashes(inputs)
+    fingerprint = run_fingerprint(seed.spec, code_sha256, inputs_sha256)
+    return inputs, inputs_sha256, fingerprint, load_checkpoint(paths.checkpoint, fingerprint, device)
+
+
+@dataclass
+class _Shared:
+    """What all seeds of one process share: the device, the prepared dataset on it, one model (its parameters are
+    only a workspace; every seed's weights are vectors), the back end and the run's settings."""
+
+    device: torch.device
+    dataset: dict
+    model: FlatModel
+    batched: bool
+    threads: int
+    dtype: torch.dtype
+    execution: Execution
+    training: dict
+    started: float
+
+    @classmethod
+    def load(cls, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,
+             dtype: torch.dtype, started: float) -> "_Shared":
+        training = spec["training"]
+        dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in load_prepared(prepared).items()}
+        model = FlatModel(build_model(training["model"], dataset, int(spec["seed"])).to(dtype)).to(device)
+        batched = (device.type == "cuda") if execution.batched == "auto" else bool(execution.batched)
+        if batched and not vmap_supported(model):
+            log.info("model %s cannot be batched with vmap (LSTM); using the per-client loop", training["model"])
+            batched = False
+        return cls(device, dataset, model, batched, threads, dtype, execution, training, started)
+
+    def initial_weights(self, seed: int) -> torch.Tensor:
+        module = build_model(self.training["model"], self.dataset, seed).to(self.dtype)
+        return FlatModel(module).flatten().to(self.device)
+
+
+@dataclass
+class _Evaluation:
+    """The splits a round's models are evaluated on: the test set and a fixed subset of the train set."""
+
+    model: FlatModel
+    to_inputs: Callable[[torch.Tensor], torch.Tensor]
+    splits: dict[str, tuple[torch.Tensor, torch.Tensor]]
+
+    def metrics(self, models: dict[str, torch.Tensor]) -> dict[str, float]:
+        row = {}
+        for name, weights in models.items():
+            suffix = "" if name == "global" else f"_{name}"
+            for split, (x, y) in self.splits.items():
+                row[f"{split}_loss{suffix}"], row[f"{split}_acc{suffix}"] = evaluate(
+                    self.model, weights, x, y, self.to_inputs)
+        return row
+
+
+@dataclass
+class Recorder:
+    """One seed's outputs: metrics rows on the evaluation schedule, checkpoints, and the summary with provenance."""
+
+    paths: RunPaths
+    spec: dict
+    inputs: dict[str, Path]
+    inputs_sha256: dict[str, str]
+    fingerprint: str
+    shared: _Shared
+    evaluation: _Evaluation
+    rows: list[dict]
+    elapsed_before: float
+    label: str  # names the seed in log lines when several train in one process
+    progress: Callable[[int, dict, int], None]
+    keep_record: bool  # write RunPaths.finished (many-seed jobs)
+    diverged_at: int | None = None
+    divergence: str | None = None
+
+    def record(self, t: int, ctx: RoundContext, clients: torch.Tensor, result: LocalResult, algorithm: Algorithm,
+               state: State, round_started: float) -> bool:
+        """Append round t's row (evaluated when due); True when the run diverged in it."""
+        training = self.shared.training
         row = {"round": t, "participants": len(clients), "lr": ctx.lr,
                "local_loss": result.loss.mean().item() if len(clients) else math.nan,
                "local_acc": result.accuracy.mean().item() if len(clients) else math.nan}
         row.update(algorithm.round_metrics(state))
         models = algorithm.eval_models(state)
-        divergence_reason = divergence(models, row["local_loss"], len(clients), int(dataset["num_classes"]))
-        if divergence_reason:
-            diverged_at = t
-            log.warning("diverged at round %d (%s); stopping the run", t, divergence_reason)
-            row["seconds"] = time.perf_counter() - round_started
-            rows.append(row)
-            break
-        if evaluation_due(t, rounds, eval_every, last_n):
-            for name, weights in models.items():
-                suffix = "" if name == "global" else f"_{name}"
-                row[f"test_loss{suffix}"], row[f"test_acc{suffix}"] = evaluate(
-                    model, weights, test_x, test_y, data.inputs)
-                row[f"train_loss{suffix}"], row[f"train_acc{suffix}"] = evaluate(
-                    model, weights, train_eval_x, train_eval_y, data.inputs)
+        self.divergence = divergence(models, row["local_loss"], len(clients), int(self.shared.dataset["num_classes"]))
+        if self.divergence:
+            self.diverged_at = t
+            log.warning("%sdiverged at round %d (%s); stopping the run", self.label, t, self.divergence)
+        elif evaluation_due(t, int(training["rounds"]), int(training["eval_every"]), int(training["last_n"])):
+            row.update(self.evaluation.metrics(models))
         row["seconds"] = time.perf_counter() - round_started
-        rows.append(row)
-        progress(t, row, log_every)
+        self.rows.append(row)
+        if not self.divergence:
+            self.progress(t, row, self.shared.execution.log_every)
+        return self.diverged_at is not None
 
-        done = t + 1
-        signum = stopping.requested()
-        preempted = signum is not None or (stop_after_round is not None and done >= stop_after_round)
-        if done < rounds and (done % checkpoint_every == 0 or preempted):
-            save(done, rows)
-        if preempted and done < rounds:
-            log.warning("stopping after round %d (%s); the next run resumes from the checkpoint", t,
-                        f"signal {signum}" if signum else "requested")
-            return {"stopped_at": done}
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.perf_counter() - self.shared.started
 
-    metrics = pd.DataFrame(rows)
-    with atomic_path(paths.metrics) as tmp:
-        metrics.to_parquet(tmp, index=False)
-    summary = {
-        "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": seed,
-        "spec": spec, "rounds_completed": len(rows), "diverged_at": diverged_at, "divergence": divergence_reason,
-        "inputs": {role: {"path": str(path), "sha256": inputs_sha256[role]} for role, path in inputs.items()},
-        "state_bytes": state_bytes(state) + state_bytes(local_state),
-        "local_state_bytes": state_bytes(local_state), "dimension": model.dim,
-        "wall_seconds": elapsed_before + time.perf_counter() - started,
-        "peak_memory_bytes": _peak_memory(device),
-        "provenance": {"fedavail_version": __version__, "git_commit": git_commit(), "torch": torch.__version__,
-                       "device": str(device), "batched": batched, "python": sys.version.split()[0],
-                       "training_code_sha256": training_code_hash()},
-    }
-    write_json(paths.summary, summary)
-    paths.checkpoint.unlink(missing_ok=True)
-    return summary
+    def save(self, next_round: int, state: State, local_state: State) -> None:
+        save_checkpoint(self.paths.checkpoint, fingerprint=self.fingerprint,
+                        tensors={"algorithm": state, "local": local_state}, rows=self.rows, next_round=next_round,
+                        elapsed=self.elapsed(), threads=self.shared.threads)
+
+    def finish(self, state: State, local_state: State) -> dict:
+        _write_metrics(self.paths.metrics, self.rows)
+        shared, spec = self.shared, self.spec
+        summary = {
+            "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": int(spec["seed"]),
+            "spec": spec, "rounds_completed": len(self.rows), "diverged_at": self.diverged_at,
+            "divergence": self.divergence,
+            "inputs": {role: {"path": str(path), "sha256": self.inputs_sha256[role]}
+                       for role, path in self.inputs.items()},
+            "state_bytes": state_bytes(state) + state_bytes(local_state),
+            "local_state_bytes": state_bytes(local_state), "dimension": shared.model.dim,
+            "wall_seconds": self.elapsed(),
+            "peak_memory_bytes": _peak_memory(shared.device),
+            "provenance": {"fedavail_version": __version__, "git_commit": git_commit(), "torch": torch.__version__,
+                           "device": str(shared.device), "batched": shared.batched,
+                           "python": sys.version.split()[0], "training_code_sha256": training_code_hash()},
+        }
+        write_json(self.paths.summary, summary)
+        if self.keep_record:
+            record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": summary}
+            with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
+                tmp.write_text(json.dumps(record, default=str))
+        self.paths.checkpoint.unlink(missing_ok=True)
+        return summary
+
+
+@dataclass
+class SeedRun:
+    """One seed inside a training process: its algorithm, local trainer, trace, state and recorder."""
+
+    seed: int
+    algorithm: Algorithm
+    trainer: LocalTrainer
+    trace: Trace
+    state: State
+    local_state: State
+    recorder: Recorder
+    next_round: int
+    result: dict | None = None  # the summary once written, or {"stopped_at": round}
+
+    def context(self, t: int) -> RoundContext:
+        device = self.trainer.data.device
+        return RoundContext(
+            round=t,
+            available=torch.from_numpy(self.trace.available[t]).to(device),
+            prob=None if self.trace.prob is None else torch.from_numpy(self.trace.prob[t]).to(device),
+            snapshot=None if self.trace.snapshot is None else torch.from_numpy(self.trace.snapshot[t]).to(device),
+            lr=self.trainer.options.lr_at(t),
+            generator=torch_generator(self.seed, "algorithm", t),
+        )
+
+    def save(self) -> None:
+        self.recorder.save(self.next_round, self.state, self.local_state)
+
+    def finish(self) -> None:
+        self.result = self.recorder.finish(self.state, self.local_state)
+
+
+def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inputs_sha256: dict[str, str],
+           fingerprint: str, checkpoint: Checkpoint | None, label: str, keep_record: bool) -> SeedRun:
+    spec, training, device = seed_inputs.spec, shared.training, shared.device
+    seed = int(spec["seed"])
+    algorithm_spec = dict(spec["algorithm"])
+    algorithm_name = algorithm_spec.pop("algorithm")
+    options = resolve_local(training.get("local"), algorithm_spec.pop("lr", None), "training.local")
+    algorithm = build_algorithm(algorithm_name, algorithm_spec)
+    partition = load_partition(seed_inputs.partition)
+    trace = load_trace(seed_inputs.trace)
+    rounds = int(training["rounds"])
+    if trace.available.shape[0] < rounds:
+        raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[0]} rounds, the run needs {rounds}")
+    if trace.available.shape[1] != partition.num_clients:
+        raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[1]} clients, "
+                         f"partition {seed_inputs.partition} has {partition.num_clients}")
+
+    augmentation = Augmentation(**training.get("augmentation", {}))
+    data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
+    trainer = LocalTrainer(shared.model, data, options, seed, shared.batched)
+    train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
+    evaluation = _Evaluation(shared.model, data.inputs, {
+        "test": (shared.dataset["test_x"], shared.dataset["test_y"]),
+        "train": (shared.dataset["train_x"][train_eval], shared.dataset["train_y"][train_eval])})
+
+    log_run_header(log, spec=spec, inputs=inputs, inputs_sha256=inputs_sha256, device=device, threads=shared.threads,
+                   batched=shared.batched, resume_round=None if checkpoint is None else checkpoint.next_round)
+    if checkpoint is None:
+        x0 = shared.initial_weights(seed)
+        state = algorithm.init_state(x0, data.client_sizes().to(device))
+        local_state = trainer.init_state(partition.num_clients, x0.dtype, device)
+        rows, next_round, elapsed_before = [], 0, 0.0
+    else:
+        state, local_state, rows = checkpoint.tensors["algorithm"], checkpoint.tensors["local"], checkpoint.rows
+        next_round, elapsed_before = checkpoint.next_round, checkpoint.elapsed
+    recorder = Recorder(RunPaths(Path(seed_inputs.out_dir)), spec, inputs, inputs_sha256, fingerprint, shared,
+                        evaluation, rows, elapsed_before, label, _progress(next_round, rounds, label), keep_record)
+    return SeedRun(seed, algorithm, trainer, trace, state, local_state, recorder, next_round)
+
+
+def _train_rounds(runs: list[SeedRun], rounds: int, checkpoint_every: int, stop_after_round: int | None) -> None:
+    """The round loop: every unfinished seed that has reached round t trains it; checkpoints on schedule and on a
+    stop (after a round, or inside one, which is then discarded); a seed's outputs are written when it ends."""
+    for t in range(min(r.next_round for r in runs), rounds):
+        if all(r.result is not None for r in runs):
+            break
+        active = [r for r in runs if r.result is None and r.next_round == t]
+        try:
+            _train_round(active, t)
+        except stopping.StopRequested as stop:
+            # The unfinished round is discarded: each checkpoint holds its seed's state at the round's start.
+            _stop(runs, f"in round {t} (signal {stop.signum}); the next run resumes at its start")
+            return
+        if _checkpoint_after_round(runs, active, t, rounds, checkpoint_every, stop_after_round):
+            return
+    for run in runs:
+        if run.result is None:
+            run.finish()
+
+
+def _checkpoint_after_round(runs: list[SeedRun], active: list[SeedRun], t: int, rounds: int, checkpoint_every: int,
+                            stop_after_round: int | None) -> bool:
+    """Checkpoint the seeds that trained round t when due or when a stop is pending; True when the run stops."""
+    done = t + 1
+    signum = stopping.requested()
+    preempted = signum is not None or (stop_after_round is not None and done >= stop_after_round)
+    if done < rounds and (done % checkpoint_every == 0 or preempted):
+        for run in active:
+            if run.result is None:
+                run.save()
+    if preempted and done < rounds:
+        _stop(runs, f"after round {t} ({f'signal {signum}' if signum else 'requested'}); the next run resumes "
+                    "from the checkpoint", save=False)
+        return True
+    return False
+
+
+def _train_round(active: list[SeedRun], t: int) -> None:
+    """Round t of every active seed: each chooses its participants, all train together, each aggregates and records
+    (a seed that diverged ends here)."""
+    started = time.perf_counter()
+    contexts = [run.context(t) for run in active]
+    works = [LocalWork(run.trainer, *local_work(run.algorithm, run.state, ctx), run.local_state)
+             for run, ctx in zip(active, contexts)]
+    # The LR schedule is the seeds' shared local setting: the round's lr travels in the context.
+    results = train_together(works, t, contexts[0].lr)
+    for run, ctx, work, result in zip(active, contexts, works, results):
+        run.state, run.next_round = run.algorithm.aggregate(run.state, work.clients, result, ctx), t + 1
+        if run.recorder.record(t, ctx, work.clients, result, run.algorithm, run.state, started):
+            run.finish()
+
+
+def _stop(runs: list[SeedRun], why: str, save: bool = True) -> None:
+    for run in runs:
+        if run.result is None:
+            if save:
+                run.save()
+            run.result = {"stopped_at": run.next_round}
+    log.warning("stopping %s", why)
 
 
 def _train_eval_subset(dataset: dict, samples: int, seed: int) -> torch.Tensor:
@@ -254,12 +477,12 @@ def _peak_memory(device: torch.device) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _progress(first_round: int, rounds: int):
+def _progress(first_round: int, rounds: int, label: str):
     """A tqdm bar on a terminal; otherwise one log line every `log_every` rounds (SLURM logs stay readable)."""
     if sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=rounds, initial=first_round, unit="round")
+        bar = tqdm(total=rounds, initial=first_round, unit="round", desc=label.rstrip(": ") or None)
 
         def update(t, row, log_every):
             bar.update(1)
@@ -270,6 +493,6 @@ def _progress(first_round: int, rounds: int):
     def log_line(t, row, log_every):
         if (t + 1) % log_every == 0 or t + 1 == rounds:
             accuracy = f" test_acc={row['test_acc']:.4f}" if "test_acc" in row else ""
-            log.info("round %d/%d participants=%d local_loss=%.4f%s", t + 1, rounds, row["participants"],
+            log.info("%sround %d/%d participants=%d local_loss=%.4f%s", label, t + 1, rounds, row["participants"],
                      row["local_loss"], accuracy)
     return log_line

@@ -152,6 +152,50 @@ def train_inputs(wildcards):
     }
 
 
+def seed_lists():
+    """The distinct seed lists of the config's experiments (execution.seeds_per_job: all makes one rule each)."""
+    return sorted({tuple(fc.experiment_seeds(config, e)) for e in config["experiments"]})
+
+
+def train_seeds_rule(seeds):
+    return "train_seeds_" + "_".join(str(s) for s in seeds)
+
+
+def seeds_outputs(seeds, name):
+    return [f"results/runs/{{experiment}}/{{algorithm}}/seed{s}/{name}" for s in seeds]
+
+
+def experiments_with_seeds(seeds):
+    names = [e for e in config["experiments"] if tuple(fc.experiment_seeds(config, e)) == tuple(seeds)]
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+
+
+def train_seeds_inputs(wildcards):
+    """A multi-seed job's inputs: the shared prepared data, each seed's partition and trace (in seed order)."""
+    experiment = config["experiments"][wildcards.experiment]
+    seeds = fc.experiment_seeds(config, wildcards.experiment)
+    return {
+        "prepared": prepared_file(config["partitions"][experiment["partition"]]["dataset"]),
+        "partition": [partition_file(experiment["partition"], s) for s in seeds],
+        "trace": [trace_file(experiment["trace"], s) for s in seeds],
+        "code": TRAINING_SOURCES,
+    }
+
+
+def train_seeds_specs(wildcards):
+    seeds = fc.experiment_seeds(config, wildcards.experiment)
+    return fc.as_json([fc.run_spec(config, wildcards.experiment, wildcards.algorithm, int(s)) for s in seeds])
+
+
+def train_seeds_out_dirs(wildcards, output):
+    return " ".join(shlex.quote(path.rsplit("/", 1)[0]) for path in output.metrics)
+
+
+def train_seeds_runtime(wildcards, attempt):
+    """A multi-seed job's time limit: the runs' limits added up (batched on a GPU they take less)."""
+    return train_runtime(wildcards, attempt) * len(fc.experiment_seeds(config, wildcards.experiment))
+
+
 def train_mem_mb(wildcards, input, attempt):
     """Host memory of a training job: a base for Python, torch (and a CUDA context) plus a multiple of its inputs."""
     return int((3000 + 4 * input.size_mb) * attempt)

@@ -65,11 +65,17 @@ def run_round(algorithm: Algorithm, state: State, ctx: RoundContext,
     """One round, the one place where clients are mapped: select, start points, local training, server update.
 
     `local_train(clients, starts, correction, ctx)` is the engine (or, in tests, an exact solver)."""
-    clients = algorithm.select(state, ctx)
-    starts = algorithm.start_points(state, clients, ctx)
-    correction = algorithm.correction(state, clients, ctx)
+    clients, starts, correction = local_work(algorithm, state, ctx)
     result = local_train(clients, starts, correction, ctx)
     return algorithm.aggregate(state, clients, result, ctx), clients, result
+
+
+def local_work(algorithm: Algorithm, state: State,
+               ctx: RoundContext) -> tuple[torch.Tensor, torch.Tensor, LocalCorrection | None]:
+    """The round's participants, their start points and their correction: what local training needs (a trainer of
+    several seeds at once asks each seed for it, trains them together, then aggregates each)."""
+    clients = algorithm.select(state, ctx)
+    return clients, algorithm.start_points(state, clients, ctx), algorithm.correction(state, clients, ctx)
 
 
 def state_bytes(state: State) -> int:

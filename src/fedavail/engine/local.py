@@ -5,7 +5,8 @@ state).
 `LocalTrainer` owns the model, the client data, the settings and the back end. Two interchangeable back ends: a
 per-client loop (the fast path on CPU) and a torch.func.vmap over stacked client parameters (the default on CUDA).
 Both consume the same keyed minibatches and the same optimizer formula (engine.optim), so they return the same end
-points up to floating-point reassociation.
+points up to floating-point reassociation. `train_together` hands several seeds' participants (each seed its own
+LocalTrainer over the same model, settings and data tensors) to one back-end call: one vmap over seeds x clients.
 
 Per-client state that outlives a round (optimizer moments with `optimizer_state: persistent`; the epoch cursor and
 the running training accuracy of epoch-based local work) is kept as [m, ...] tables in `LocalTrainer.init_state`'s
@@ -64,12 +65,35 @@ class LocalResult:
 @dataclass
 class ClientPlan:
     """One client's local work this round: sample positions per step, which steps end an epoch, and the generator
-    that augments its batches."""
+    that augments its batches. It names its client, seed and data, so one back-end call can serve several seeds'
+    clients (each seed has its own partition; the data tensors are shared)."""
 
+    client: int
+    seed: int
+    data: ClientData
     batches: list[torch.Tensor]
     epoch_ends: list[bool]
     generator: torch.Generator
     cursor: tuple[int, int] | None = None  # (epoch, batches taken of it) after this round, for epoch-based work
+
+
+@dataclass
+class LocalWork:
+    """One seed's share of a round's local training: its trainer, its participants, their start points and
+    correction, and its per-client tables (updated in place)."""
+
+    trainer: "LocalTrainer"
+    clients: torch.Tensor  # [n]
+    starts: torch.Tensor  # [n, d]
+    correction: LocalCorrection | None
+    state: dict[str, torch.Tensor]
+
+
+@dataclass
+class _Prepared:
+    clients: torch.Tensor  # [n], on the device
+    plans: list[ClientPlan]
+    optimizer_rows: dict[str, torch.Tensor]  # [n, ...]
 
 
 def clip_gradient(gradient: torch.Tensor, max_norm: float | None) -> torch.Tensor:
@@ -122,25 +146,32 @@ class LocalTrainer:
               round_index: int, lr: float, state: dict[str, torch.Tensor]) -> LocalResult:
         """Local work of `clients` [n] from `starts` [n, d] at this round's LR; their rows of `state` are updated in
         place."""
-        clients = clients.cpu()
-        if len(clients) == 0:
-            empty = starts.new_zeros(0).double().cpu()
-            return LocalResult(starts, starts.clone(), empty, empty, torch.zeros(0, dtype=torch.int64), empty)
-        client_list = clients.tolist()
-        plans = [self.plan(client, round_index, state) for client in client_list]
-        rows = clients.to(starts.device)
+        return train_together([LocalWork(self, clients, starts, correction, state)], round_index, lr)[0]
+
+    def compatible(self, other: "LocalTrainer") -> bool:
+        """Whether this trainer's clients can share `other`'s back-end call."""
+        return self.model is other.model and self.options == other.options and self.batched == other.batched
+
+    def prepare(self, work: LocalWork, round_index: int) -> _Prepared:
+        """The participants' plans and the optimizer rows they start from."""
+        clients = work.clients.cpu()
+        plans = [self.plan(client, round_index, work.state) for client in clients.tolist()]
+        rows = clients.to(work.starts.device)
         if self.options.optimizer_state == "persistent":
-            optimizer_rows = {k: state[k][rows] for k in self.optimizer.keys}
+            optimizer_rows = {k: work.state[k][rows] for k in self.optimizer.keys}
         else:
-            optimizer_rows = self.optimizer.init_rows(len(client_list), self.model.dim, starts.dtype, starts.device)
-        back_end = self._train_vmap if self.batched else self._train_loop
-        ends, step_losses, step_accuracies = back_end(client_list, plans, starts, correction, round_index, lr,
-                                                      optimizer_rows)
-        # Per-client tables change only after the whole round's local work (a stop request mid-round leaves them as
-        # they were at the round's start, which is what a checkpoint then records).
+            optimizer_rows = self.optimizer.init_rows(len(plans), self.model.dim, work.starts.dtype,
+                                                      work.starts.device)
+        return _Prepared(rows, plans, optimizer_rows)
+
+    def finish(self, work: LocalWork, prepared: _Prepared, ends: torch.Tensor, step_losses: list[list[float]],
+               step_accuracies: list[list[float]]) -> LocalResult:
+        """Per-client tables change only after the whole round's local work (a stop request mid-round leaves them as
+        they were at the round's start, which is what a checkpoint then records)."""
+        rows, plans, state = prepared.clients, prepared.plans, work.state
         if self.options.optimizer_state == "persistent":
             for key in self.optimizer.keys:
-                state[key].index_copy_(0, rows, optimizer_rows[key])
+                state[key].index_copy_(0, rows, prepared.optimizer_rows[key])
         steps = torch.tensor([len(p.batches) for p in plans], dtype=torch.int64)
         loss = torch.tensor([sum(v) / len(v) for v in step_losses], dtype=torch.float64)
         accuracy = torch.tensor([sum(v) / len(v) for v in step_accuracies], dtype=torch.float64)
@@ -150,13 +181,13 @@ class LocalTrainer:
             cursors = torch.tensor([p.cursor for p in plans], dtype=torch.int64, device=rows.device)
             state["epoch"].index_copy_(0, rows, cursors[:, 0])
             state["epoch_batch"].index_copy_(0, rows, cursors[:, 1])
-        return LocalResult(starts, ends, loss, accuracy, steps, running)
+        return LocalResult(work.starts, ends, loss, accuracy, steps, running)
 
     def plan(self, client: int, round_index: int, state: dict[str, torch.Tensor]) -> ClientPlan:
         o, data = self.options, self.data
         if o.steps is not None:
             batches, generator = data.step_batches(self.seed, round_index, client, o.steps, o.batch_size)
-            return ClientPlan(batches, [False] * o.steps, generator)
+            return ClientPlan(client, self.seed, data, batches, [False] * o.steps, generator)
         epoch, position = int(state["epoch"][client]), int(state["epoch_batch"][client])
         batches, epoch_ends, epochs_done = [], [], 0
         while epochs_done < o.epochs and (o.max_steps is None or len(batches) < o.max_steps):
@@ -170,8 +201,8 @@ class LocalTrainer:
             if position < count:
                 break
             epoch, position, epochs_done = epoch + 1, 0, epochs_done + 1
-        return ClientPlan(batches, epoch_ends, data.augmentation_generator(self.seed, round_index, client),
-                          (epoch, position))
+        return ClientPlan(client, self.seed, data, batches, epoch_ends,
+                          data.augmentation_generator(self.seed, round_index, client), (epoch, position))
 
     @staticmethod
     def _running_accuracy(rows, plans, step_accuracies, state) -> torch.Tensor:
@@ -190,89 +221,149 @@ class LocalTrainer:
             sums[row], counts[row] = total, count
         return running
 
-    def _train_loop(self, clients, plans, starts, correction, round_index, lr, optimizer_rows):
-        model, data, options = self.model, self.data, self.options
-        ends = torch.empty_like(starts)
-        step_losses, step_accuracies = [], []
-        model.module.train()
-        weights, gradient_buffer = model.flat, model.flat_grad
-        for j, (client, plan) in enumerate(zip(clients, plans)):
-            raise_if_requested()
-            weights.copy_(starts[j])
-            row_correction = None if correction is None else correction.row(j)
-            row_state = {k: v[j] for k, v in optimizer_rows.items()}
-            losses, accuracies = [], []
-            with _keyed_dropout(model, self.seed, round_index, client):
-                for positions in plan.batches:
-                    raise_if_requested()
-                    x, y = data.batch(positions, plan.generator)
-                    gradient_buffer.zero_()
-                    logits = model.module(x)
-                    loss = F.cross_entropy(logits, y)
-                    loss.backward()
-                    gradient = clip_gradient(gradient_buffer, options.grad_clip)
-                    if row_correction is not None:
-                        gradient = row_correction.apply(gradient, weights)
-                    new_weights, row_state = self.optimizer.step(weights, gradient, row_state, lr)
-                    weights.copy_(new_weights)
-                    losses.append(loss.item())
-                    accuracies.append((logits.argmax(1) == y).double().mean().item())
-            for key, value in row_state.items():
-                optimizer_rows[key][j] = value
-            ends[j] = weights
-            step_losses.append(losses)
-            step_accuracies.append(accuracies)
-        return ends, step_losses, step_accuracies
 
-    def _train_vmap(self, clients, plans, starts, correction, round_index, lr, optimizer_rows):
-        model, data, options = self.model, self.data, self.options
+def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[LocalResult]:
+    """One back-end call for the local work of several seeds' participants (same model, settings and back end;
+    their own partitions, keyed streams and tables): one vmap over all of them on the batched back end.
 
-        def loss_and_logits(weights, x, y, sample_weights):
-            logits = model(weights, x)
-            losses = F.cross_entropy(logits, y, reduction="none")
-            return (losses * sample_weights).sum() / sample_weights.sum().clamp_min(1), logits
+    Every client's minibatches, dropout and optimizer rows are keyed by its own seed, so each seed's results are its
+    separate run's (exactly on the loop; on vmap up to the reassociation of batched kernels)."""
+    trainer = works[0].trainer
+    if not all(w.trainer.compatible(trainer) for w in works):
+        raise ValueError("local work trained together must share one model, one local setting and one back end")
+    busy = [j for j, w in enumerate(works) if len(w.clients)]
+    results = [None if len(w.clients) else _no_work(w) for w in works]
+    if not busy:
+        return results
+    prepared = [works[j].trainer.prepare(works[j], round_index) for j in busy]
+    starts = torch.cat([works[j].starts for j in busy])
+    correction = _joined_correction([works[j].correction for j in busy])
+    optimizer_rows = {k: torch.cat([p.optimizer_rows[k] for p in prepared]) for k in trainer.optimizer.keys}
+    plans = [plan for p in prepared for plan in p.plans]
+    back_end = _train_vmap if trainer.batched else _train_loop
+    ends, step_losses, step_accuracies = back_end(trainer, plans, starts, correction, round_index, lr, optimizer_rows)
+    offset = 0
+    for j, p in zip(busy, prepared):
+        rows = slice(offset, offset + len(p.plans))
+        p.optimizer_rows = {k: v[rows] for k, v in optimizer_rows.items()}
+        results[j] = works[j].trainer.finish(works[j], p, ends[rows], step_losses[rows], step_accuracies[rows])
+        offset += len(p.plans)
+    return results
 
-        # Dropout masks under vmap come from the default generator, not keyed per client: loop == vmap holds exactly
-        # only for models without dropout.
-        batched_grad = vmap(grad(loss_and_logits, has_aux=True), randomness="different")
-        device = starts.device
-        width = max(len(b) for p in plans for b in p.batches)
-        steps = max(len(p.batches) for p in plans)
-        weights = starts.detach().clone()
-        step_losses = [[] for _ in plans]
-        step_accuracies = [[] for _ in plans]
-        model.module.train()
-        for step in range(steps):
-            raise_if_requested()
-            xs, ys, masks, active = [], [], [], []
-            for plan in plans:
-                is_active = step < len(plan.batches)
-                if is_active:
-                    x, y = data.batch(plan.batches[step], plan.generator)
-                else:  # a placeholder sample with weight 0; the client's rows are kept as they are
-                    positions = plan.batches[-1][:1]
-                    x, y = data.inputs(data.x[positions]), data.y[positions]
-                pad = width - len(y)
-                masks.append(torch.cat([torch.full((len(y),), float(is_active), dtype=x.dtype, device=device),
-                                        torch.zeros(pad, dtype=x.dtype, device=device)]))
-                xs.append(torch.cat([x, x[:1].expand(pad, *x.shape[1:])]) if pad else x)
-                ys.append(torch.cat([y, y[:1].expand(pad)]) if pad else y)
-                active.append(is_active)
-            x, y, mask = torch.stack(xs), torch.stack(ys), torch.stack(masks)
-            active_rows = torch.tensor(active, device=device)
-            gradient, logits = batched_grad(weights, x, y, mask)
-            gradient = clip_gradient(gradient, options.grad_clip)
-            if correction is not None:
-                gradient = correction.apply(gradient, weights)
-            weights, new_rows = self.optimizer.step(weights, gradient, optimizer_rows, lr, active_rows)
-            optimizer_rows.update(new_rows)
-            with torch.no_grad():
-                losses = (vmap(lambda lg, t: F.cross_entropy(lg, t, reduction="none"))(logits, y) * mask).sum(-1)
-                correct = ((logits.argmax(-1) == y).to(mask.dtype) * mask).sum(-1)
-                sizes = mask.sum(-1).clamp_min(1)
-                losses, correct = (losses / sizes).double().tolist(), (correct / sizes).double().tolist()
-            for j, is_active in enumerate(active):
-                if is_active:
-                    step_losses[j].append(losses[j])
-                    step_accuracies[j].append(correct[j])
-        return weights, step_losses, step_accuracies
+
+def _no_work(work: LocalWork) -> LocalResult:
+    empty = work.starts.new_zeros(0).double().cpu()
+    return LocalResult(work.starts, work.starts.clone(), empty, empty, torch.zeros(0, dtype=torch.int64), empty)
+
+
+def _joined_correction(corrections: list[LocalCorrection | None]) -> LocalCorrection | None:
+    """Several seeds' corrections as one over all their rows (the same algorithm gives them the same form)."""
+    if all(c is None for c in corrections):
+        return None
+    if any(c is None for c in corrections) or len({c.prox_mu for c in corrections}) > 1:
+        raise ValueError("local work trained together must have corrections of one form")
+
+    def joined(rows):
+        if all(r is None for r in rows):
+            return None
+        if any(r is None for r in rows):
+            raise ValueError("local work trained together must have corrections of one form")
+        return torch.cat(rows)
+
+    return LocalCorrection(corrections[0].prox_mu, joined([c.anchor for c in corrections]),
+                           joined([c.drift for c in corrections]))
+
+
+def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_rows):
+    model, options = trainer.model, trainer.options
+    ends = torch.empty_like(starts)
+    step_losses, step_accuracies = [], []
+    model.module.train()
+    weights, gradient_buffer = model.flat, model.flat_grad
+    for j, plan in enumerate(plans):
+        raise_if_requested()
+        weights.copy_(starts[j])
+        row_correction = None if correction is None else correction.row(j)
+        row_state = {k: v[j] for k, v in optimizer_rows.items()}
+        losses, accuracies = [], []
+        with _keyed_dropout(model, plan.seed, round_index, plan.client):
+            for positions in plan.batches:
+                raise_if_requested()
+                x, y = plan.data.batch(positions, plan.generator)
+                gradient_buffer.zero_()
+                logits = model.module(x)
+                loss = F.cross_entropy(logits, y)
+                loss.backward()
+                gradient = clip_gradient(gradient_buffer, options.grad_clip)
+                if row_correction is not None:
+                    gradient = row_correction.apply(gradient, weights)
+                new_weights, row_state = trainer.optimizer.step(weights, gradient, row_state, lr)
+                weights.copy_(new_weights)
+                losses.append(loss.item())
+                accuracies.append((logits.argmax(1) == y).double().mean().item())
+        for key, value in row_state.items():
+            optimizer_rows[key][j] = value
+        ends[j] = weights
+        step_losses.append(losses)
+        step_accuracies.append(accuracies)
+    return ends, step_losses, step_accuracies
+
+
+def _step_inputs(plans, step, width, device):
+    """Every client's minibatch of this step, padded to `width` samples with weight-0 copies; a client whose work is
+    done gets a placeholder sample of weight 0 (its rows are kept as they are)."""
+    xs, ys, masks, active = [], [], [], []
+    for plan in plans:
+        is_active = step < len(plan.batches)
+        if is_active:
+            x, y = plan.data.batch(plan.batches[step], plan.generator)
+        else:
+            positions = plan.batches[-1][:1]
+            x, y = plan.data.inputs(plan.data.x[positions]), plan.data.y[positions]
+        pad = width - len(y)
+        masks.append(torch.cat([torch.full((len(y),), float(is_active), dtype=x.dtype, device=device),
+                                torch.zeros(pad, dtype=x.dtype, device=device)]))
+        xs.append(torch.cat([x, x[:1].expand(pad, *x.shape[1:])]) if pad else x)
+        ys.append(torch.cat([y, y[:1].expand(pad)]) if pad else y)
+        active.append(is_active)
+    return torch.stack(xs), torch.stack(ys), torch.stack(masks), active
+
+
+def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_rows):
+    model, options = trainer.model, trainer.options
+
+    def loss_and_logits(weights, x, y, sample_weights):
+        logits = model(weights, x)
+        losses = F.cross_entropy(logits, y, reduction="none")
+        return (losses * sample_weights).sum() / sample_weights.sum().clamp_min(1), logits
+
+    # Dropout masks under vmap come from the default generator, not keyed per client: loop == vmap holds exactly
+    # only for models without dropout.
+    batched_grad = vmap(grad(loss_and_logits, has_aux=True), randomness="different")
+    device = starts.device
+    width = max(len(b) for p in plans for b in p.batches)
+    steps = max(len(p.batches) for p in plans)
+    weights = starts.detach().clone()
+    step_losses = [[] for _ in plans]
+    step_accuracies = [[] for _ in plans]
+    model.module.train()
+    for step in range(steps):
+        raise_if_requested()
+        x, y, mask, active = _step_inputs(plans, step, width, device)
+        gradient, logits = batched_grad(weights, x, y, mask)
+        gradient = clip_gradient(gradient, options.grad_clip)
+        if correction is not None:
+            gradient = correction.apply(gradient, weights)
+        weights, new_rows = trainer.optimizer.step(weights, gradient, optimizer_rows, lr,
+                                                   torch.tensor(active, device=device))
+        optimizer_rows.update(new_rows)
+        with torch.no_grad():
+            losses = (vmap(lambda lg, t: F.cross_entropy(lg, t, reduction="none"))(logits, y) * mask).sum(-1)
+            correct = ((logits.argmax(-1) == y).to(mask.dtype) * mask).sum(-1)
+            sizes = mask.sum(-1).clamp_min(1)
+            losses, correct = (losses / sizes).double().tolist(), (correct / sizes).double().tolist()
+        for j, is_active in enumerate(active):
+            if is_active:
+                step_losses[j].append(losses[j])
+                step_accuracies[j].append(correct[j])
+    return weights, step_losses, step_accuracies

@@ -65,10 +65,15 @@ class Execution:
     batched: str | bool = option("auto", "vmap over clients (auto: on CUDA)", choices=("auto", True, False))
     checkpoint_every: int = option(50, "rounds between checkpoints of a training run")
     log_every: int = option(10, "rounds between progress lines in a run's log")
+    seeds_per_job: int | str = option(1, "1: one training job per run; all: one job per experiment x algorithm trains "
+                                      "all its seeds in one process, their clients batched together (GPU); the "
+                                      "same outputs either way", choices=(1, "all"))
     seconds_per_round: float = option(10, "cluster time limits: a training job asks for 10 min + rounds × "
                                       "seconds_per_round (times the attempt, so a retry gets more)")
 
     def __post_init__(self):
+        if self.seeds_per_job not in (1, "all") or isinstance(self.seeds_per_job, bool):
+            raise ValueError(f"seeds_per_job: must be 1 or all, got {self.seeds_per_job!r}")
         if self.batched not in ("auto", True, False):
             raise ValueError(f"batched: must be auto, true or false, got {self.batched!r}")
         _positive_integers(self, "train_threads", "checkpoint_every", "log_every")

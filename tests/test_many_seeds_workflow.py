@@ -1,0 +1,56 @@
+"""execution.seeds_per_job: all on config/test.yaml: one Snakemake job per experiment x algorithm writes the same
+per-seed files as the default per-run jobs, and adding a seed reruns those jobs without changing finished seeds."""
+
+import pytest
+import yaml
+
+from tiny_run import assert_same_results, copy_workflow_files, finished_run, planned_jobs, run_env, snakemake
+
+ALGORITHMS = ("fedavg_active", "fedavg_known")
+
+
+def _edit_config(workdir, edit):
+    path = workdir / "config/test.yaml"
+    config = yaml.safe_load(path.read_text())
+    edit(config)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def seeds_run(tmp_path_factory):
+    workdir = copy_workflow_files(tmp_path_factory.mktemp("seeds") / "run")
+    _edit_config(workdir, lambda c: c.setdefault("execution", {}).update(seeds_per_job="all"))
+    snakemake(workdir, "--cores", "2", "--configfile", "config/test.yaml")
+    return workdir
+
+
+def test_one_job_per_algorithm_writes_what_the_per_run_jobs_write(seeds_run):
+    assert_same_results(seeds_run, finished_run())
+    assert planned_jobs(seeds_run, "--configfile", "config/test.yaml") == set()
+
+
+def test_a_new_seed_reruns_the_multi_seed_jobs_and_keeps_the_finished_seeds_files(seeds_run):
+    runs = seeds_run / "results/runs/tiny"
+    before = {path: path.read_bytes() for path in sorted(runs.rglob("*")) if path.name in ("metrics.parquet",
+                                                                                          "summary.json")}
+    _edit_config(seeds_run, lambda c: c.update(seeds=[0, 1, 2]))
+    planned = {job for job in planned_jobs(seeds_run, "--configfile", "config/test.yaml")
+               if job != "all" and not job.startswith("report")}
+    assert planned == {"partition[partition=mnist5k_dir0.5,seed=2]", "trace[trace=stationary,seed=2]",
+                       *(f"train_seeds_0_1_2[experiment=tiny,algorithm={a}]" for a in ALGORITHMS)}
+    snakemake(seeds_run, "--cores", "2", "--configfile", "config/test.yaml")
+    assert len(before) == 2 * len(ALGORITHMS) * 2
+    for path, content in before.items():
+        assert path.read_bytes() == content, path
+    assert all((runs / a / "seed2/metrics.parquet").exists() for a in ALGORITHMS)
+
+
+def test_the_local_gpu_profile_trains_all_seeds_in_one_job_and_the_default_one_seed_per_job(tmp_path):
+    workdir = copy_workflow_files(tmp_path / "run")
+    default = planned_jobs(workdir, "--configfile", "config/test.yaml")
+    gpu = planned_jobs(workdir, "--workflow-profile", "profiles/local-gpu", "--configfile", "config/test.yaml",
+                       env=run_env({"FEDAVAIL_GPUS": "1"}))
+    assert {job for job in default if job.startswith("train")} == {
+        f"train[experiment=tiny,algorithm={a},seed={s}]" for a in ALGORITHMS for s in (0, 1)}
+    assert {job for job in gpu if job.startswith("train")} == {
+        f"train_seeds_0_1[experiment=tiny,algorithm={a}]" for a in ALGORITHMS}

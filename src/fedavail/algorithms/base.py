@@ -62,7 +62,8 @@ LocalTrainer = Callable[[torch.Tensor, torch.Tensor, LocalCorrection | None, Rou
 
 def run_round(algorithm: Algorithm, state: State, ctx: RoundContext,
               local_train: LocalTrainer) -> tuple[State, torch.Tensor, LocalResult]:
-    """One round, the one place where clients are mapped: select, start points, local training, server update.
+    """One round: select, start points, correction (local_work), local training, server update; the trainer follows
+    the same order, with one training call for the local work of all the seeds it runs.
 
     `local_train(clients, starts, correction, ctx)` is the engine (or, in tests, an exact solver)."""
     clients, starts, correction = local_work(algorithm, state, ctx)

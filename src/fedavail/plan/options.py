@@ -7,7 +7,7 @@ import types
 import typing
 from dataclasses import MISSING, field, fields
 
-from fedavail.specs import REQUIRED
+from fedavail.specs import REQUIRED, check_keys
 
 
 def option(default=MISSING, doc: str = "", *, choices: tuple = ()):
@@ -78,3 +78,16 @@ def check_probabilities(value, key: str, allow_list: bool, what: str) -> None:
     if not values or not all(is_number(v) and 0 <= v <= 1 for v in values):
         kind = "a probability in [0, 1]" + (" or a list of them" if allow_list else "")
         raise ValueError(f"{what} {key!r} must be {kind}, got {value!r}")
+
+
+def resolve_variant(spec: dict, variants: dict, tag: str, what: str, kind: str):
+    """`spec[tag]` names one of `variants` (a partition scheme, a trace model); the spec checked against that
+    variant's dataclass and returned as it. ValueError names the offending key."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"{kind} spec must be a mapping, got {type(spec).__name__}")
+    name = spec.get(tag)
+    if name not in variants:
+        raise ValueError(f"{what} {tag!r}: {name!r} is not one of {tuple(variants)}")
+    cls = variants[name]
+    check_keys(spec, key_table(cls), what, f"{tag} {name!r}", ignore={tag})
+    return cls(**{key: value for key, value in spec.items() if key != tag})

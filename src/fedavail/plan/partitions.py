@@ -4,8 +4,7 @@ scheme's settings."""
 
 from dataclasses import asdict, dataclass
 
-from fedavail.plan.options import check_int, is_number, key_table, option
-from fedavail.specs import check_keys
+from fedavail.plan.options import check_int, is_number, option, resolve_variant
 
 WHAT = "partition spec key"
 ALLOCATIONS = ("equal", "class_proportional")
@@ -84,20 +83,12 @@ PARTITION_SCHEMES = {
     "two_group": TwoGroup,
     "natural": Natural,
 }
-SCHEMES = tuple(PARTITION_SCHEMES)
 
 
 def resolve_partition(spec: dict):
     """A partition spec (`scheme` and its settings, no `dataset`) checked, as its scheme's dataclass; raise
     ValueError naming the offending key."""
-    if not isinstance(spec, dict):
-        raise ValueError(f"partition spec must be a mapping, got {type(spec).__name__}")
-    scheme = spec.get("scheme")
-    if scheme not in PARTITION_SCHEMES:
-        raise ValueError(f"{WHAT} 'scheme': {scheme!r} is not one of {SCHEMES}")
-    cls = PARTITION_SCHEMES[scheme]
-    check_keys(spec, key_table(cls), WHAT, f"scheme {scheme!r}", ignore={"scheme"})
-    return cls(**{key: value for key, value in spec.items() if key != "scheme"})
+    return resolve_variant(spec, PARTITION_SCHEMES, "scheme", WHAT, "partition")
 
 
 def full_partition_spec(spec: dict) -> dict:

@@ -5,8 +5,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fedavail.plan.options import check_int, check_probabilities, is_number, key_table, option
-from fedavail.specs import check_keys
+from fedavail.plan.options import check_int, check_probabilities, is_number, option, resolve_variant
 
 WHAT = "trace spec key"
 FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
@@ -150,14 +149,7 @@ TRACE_MODELS = {
 
 def resolve_trace(spec: dict) -> TraceModel:
     """A trace spec (`model` and its settings) checked, as its model's dataclass; raise ValueError naming the key."""
-    if not isinstance(spec, dict):
-        raise ValueError(f"trace spec must be a mapping, got {type(spec).__name__}")
-    model = spec.get("model")
-    if model not in TRACE_MODELS:
-        raise ValueError(f"{WHAT} 'model': {model!r} is not one of {tuple(TRACE_MODELS)}")
-    cls = TRACE_MODELS[model]
-    check_keys(spec, key_table(cls), WHAT, f"model {model!r}", ignore={"model"})
-    return cls(**{key: value for key, value in spec.items() if key != "model"})
+    return resolve_variant(spec, TRACE_MODELS, "model", WHAT, "trace")
 
 
 def full_trace_spec(spec: dict) -> dict:

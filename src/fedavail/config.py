@@ -9,11 +9,10 @@ from fedavail.config_checks import check_combinations, check_finite, check_names
 from fedavail.plan.config import (BUNDLED_DATASETS, PAPER_DATASETS, ConfigError, Run, check_entries, dataset_spec,
                                   experiment_seeds, local_spec, partition_spec, run_spec, runs, trace_needs_partition,
                                   trace_spec)
-from fedavail.plan.config import wrap as _wrap
 from fedavail.plan.sources import TRAINING_SOURCES
 
 __all__ = ["BUNDLED_DATASETS", "PAPER_DATASETS", "ConfigError", "Run", "as_json", "check", "check_reports",
-           "dataset_spec", "experiment_seeds", "local_spec", "partition_spec", "report_spec", "report_spec_of",
+           "dataset_spec", "experiment_seeds", "local_spec", "partition_spec", "report_spec",
            "run_spec", "runs", "trace_needs_partition", "trace_spec", "training_sources"]
 
 
@@ -41,13 +40,6 @@ def report_spec(config: dict, experiment: str) -> dict:
     from fedavail.plan.reports import experiment_job
 
     return experiment_job(config, experiment)
-
-
-def report_spec_of(config: dict, name: str) -> dict:
-    """Exactly what cross-experiment report `name` depends on (fedavail.plan.reports.report_job)."""
-    from fedavail.plan.reports import report_job
-
-    return report_job(config, name)
 
 
 def as_json(obj) -> str:

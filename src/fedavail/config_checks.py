@@ -7,9 +7,9 @@ import math
 import re
 
 from fedavail.plan.algorithms import AlgorithmOptions, FastOptions, FedAvgOptions, resolve_algorithm
-from fedavail.plan.config import ConfigError, trace_spec
+from fedavail.plan.config import ConfigError, trace_spec, without
 from fedavail.plan.partitions import SCHEMES_DRAWING_NU
-from fedavail.plan.traces import check_trace_for, full_trace_spec, records_prob
+from fedavail.plan.traces import check_trace_for, records_prob
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...) and part of shell commands: letters, digits and
 # . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter).
@@ -50,13 +50,16 @@ def check_combinations(config: dict) -> None:
                               f"only {samples} training samples")
     for name in config["traces"]:
         _check_trace_combinations(config, name)
+    options = {name: resolve_algorithm(spec["algorithm"], without(spec, "algorithm", "lr"))
+               for name, spec in config["algorithms"].items()}
     for name, experiment in config["experiments"].items():
+        trace = trace_spec(config, experiment["trace"])
         for algorithm in experiment["algorithms"]:
-            _check_algorithm_on_trace(config, name, algorithm)
+            _check_algorithm_on_trace(name, experiment["trace"], trace, algorithm, options[algorithm])
 
 
 def _check_trace_combinations(config: dict, name: str) -> None:
-    spec = full_trace_spec(trace_spec(config, name))
+    spec = trace_spec(config, name)
     if spec["num_clients"] is not None:
         try:
             check_trace_for(spec, spec["num_clients"])
@@ -70,12 +73,9 @@ def _check_trace_combinations(config: dict, name: str) -> None:
                               f"{scheme!r}: set class_mix: empirical")
 
 
-def _check_algorithm_on_trace(config: dict, experiment: str, algorithm: str) -> None:
-    trace_name = config["experiments"][experiment]["trace"]
-    trace = trace_spec(config, trace_name)
+def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, algorithm: str,
+                              options: AlgorithmOptions) -> None:
     clients = trace.get("num_clients")
-    spec = config["algorithms"][algorithm]
-    options = resolve_algorithm(spec["algorithm"], {k: v for k, v in spec.items() if k not in ("algorithm", "lr")})
     budget = getattr(options, "clients_per_round", None)
     if budget is not None and clients is not None and budget > clients:
         raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "

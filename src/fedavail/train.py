@@ -38,7 +38,7 @@ from fedavail.models import build_model
 from fedavail.plan.experiments import Execution as ExecutionSettings
 from fedavail.plan.local import resolve_local
 from fedavail.plan.sources import TRAINING_SOURCES
-from fedavail.provenance import input_hashes, log_run_header, run_fingerprint
+from fedavail.provenance import file_sha256, input_hashes, log_run_header, run_fingerprint
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
@@ -145,7 +145,8 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
     stopping.install()
     code_sha256 = training_code_hash()
     device = pick_device(execution.device)
-    identities = [_identity(Path(prepared_path), s, code_sha256, device) for s in seeds]
+    prepared_sha256 = file_sha256(prepared_path)
+    identities = [_identity(Path(prepared_path), prepared_sha256, s, code_sha256, device) for s in seeds]
     results = [_restore_finished(RunPaths(Path(s.out_dir)), identity[2]) if keep_records else None
                for s, identity in zip(seeds, identities)]
     pending = [j for j, result in enumerate(results) if result is None]
@@ -157,7 +158,7 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
         log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
-    shared = _Shared.load(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started)
+    shared = _Shared.load(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
     runs = [_setup(shared, s, *identity, label=f"seed {s.spec['seed']}: " if len(seeds) > 1 else "",
                    keep_record=keep_records) for s, identity in zip(seeds, identities)]
     _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
@@ -196,12 +197,14 @@ def _check_same_settings(specs: list[dict]) -> None:
         raise ValueError(f"seeds trained together must differ: {[s['seed'] for s in specs]}")
 
 
-def _identity(prepared: Path, seed: RunInputs, code_sha256: str, device: torch.device):
-    """A seed's inputs with their hashes, its fingerprint and its resumable checkpoint (None: start fresh)."""
+def _identity(prepared: Path, prepared_sha256: str, seed: RunInputs, code_sha256: str, device: torch.device):
+    """A seed's inputs with their hashes, its fingerprint and its resumable checkpoint (None: start fresh); the
+    prepared dataset, the same for every seed, is hashed once by the caller."""
     paths = RunPaths(Path(seed.out_dir))
     remove_temporaries(paths.out_dir)
     inputs = {"prepared": prepared, "partition": Path(seed.partition), "trace": Path(seed.trace)}
-    inputs_sha256 = input_hashes(inputs)
+    inputs_sha256 = {"prepared": prepared_sha256, **input_hashes({"partition": inputs["partition"],
+                                                                   "trace": inputs["trace"]})}
     fingerprint = run_fingerprint(seed.spec, code_sha256, inputs_sha256)
     return inputs, inputs_sha256, fingerprint, load_checkpoint(paths.checkpoint, fingerprint, device)
 
@@ -220,10 +223,11 @@ class _Shared:
     execution: Execution
     training: dict
     started: float
+    code_sha256: str  # training_code_hash(), computed once per process
 
     @classmethod
     def load(cls, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,
-             dtype: torch.dtype, started: float) -> "_Shared":
+             dtype: torch.dtype, started: float, code_sha256: str) -> "_Shared":
         training = spec["training"]
         dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in load_prepared(prepared).items()}
         model = FlatModel(build_model(training["model"], dataset, int(spec["seed"])).to(dtype)).to(device)
@@ -231,7 +235,7 @@ class _Shared:
         if batched and not vmap_supported(model):
             log.info("model %s cannot be batched with vmap (LSTM); using the per-client loop", training["model"])
             batched = False
-        return cls(device, dataset, model, batched, threads, dtype, execution, training, started)
+        return cls(device, dataset, model, batched, threads, dtype, execution, training, started, code_sha256)
 
     def initial_weights(self, seed: int) -> torch.Tensor:
         module = build_model(self.training["model"], self.dataset, seed).to(self.dtype)
@@ -319,7 +323,7 @@ class Recorder:
             "peak_memory_bytes": _peak_memory(shared.device),
             "provenance": {"fedavail_version": __version__, "git_commit": git_commit(), "torch": torch.__version__,
                            "device": str(shared.device), "batched": shared.batched,
-                           "python": sys.version.split()[0], "training_code_sha256": training_code_hash()},
+                           "python": sys.version.split()[0], "training_code_sha256": shared.code_sha256},
         }
         write_json(self.paths.summary, summary)
         if self.keep_record:

@@ -1,6 +1,7 @@
 # Helpers shared by the rules: config validation (strict YAML, schema, then fedavail.config.check), damaged files set
 # aside, and the job grid.
 import math
+import re
 import shlex
 import sys
 
@@ -103,7 +104,7 @@ def final_outputs():
 def report_job(wildcards):
     """The job spec of a report rule: a `reports:` entry, an experiment's own report, or every run."""
     if "report" in wildcards.keys():
-        return rp.report_job(config, wildcards.report)
+        return rp.report_job(config, wildcards.report, REPORTS[wildcards.report])
     if "experiment" in wildcards.keys():
         return rp.experiment_job(config, wildcards.experiment)
     return rp.runs_job(config)
@@ -122,7 +123,8 @@ def report_spec(wildcards):
     return fc.as_json(report_job(wildcards))
 
 
-def report_caption(wildcards):
+def report_caption(wildcards, output):
+    """Derived (it takes `output`): the caption's wording reruns nothing; the spec it describes is params.spec."""
     return rc.rst_escape(rc.caption(report_job(wildcards)))
 
 
@@ -166,6 +168,7 @@ def seeds_outputs(seeds, name):
 
 
 def experiments_with_seeds(seeds):
+    """A wildcard constraint matching exactly the experiments that run these seeds."""
     names = [e for e in config["experiments"] if tuple(fc.experiment_seeds(config, e)) == tuple(seeds)]
     return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
 

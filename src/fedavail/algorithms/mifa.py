@@ -39,8 +39,8 @@ class MIFA(MIFAOptions, Algorithm):
 
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         memory, memory_sum, seen = state["G"], state["G_sum"], state["seen"]
+        scale = ctx.lr if self.normalize == "lr" else 1.0
         if len(clients):
-            scale = ctx.lr if self.normalize == "lr" else 1.0
             fresh = (result.start - result.end) / scale
             memory_sum = memory_sum + (fresh - memory[clients]).sum(0)
             memory.index_copy_(0, clients, fresh)
@@ -49,5 +49,4 @@ class MIFA(MIFAOptions, Algorithm):
         if self.init == "wait" and not bool(seen.all()):
             return state
         num_clients = len(memory)
-        scale = ctx.lr if self.normalize == "lr" else 1.0
         return {**state, "x": state["x"] - self.global_lr * scale * memory_sum / num_clients}

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from fedavail import __version__
-from fedavail.io import UnreadableFileError, write_bytes
+from fedavail.io import UnreadableFileError, reading, write_bytes
 
 REQUIRED_KEYS = ("name", "kind", "num_classes", "train_x", "train_y", "test_x", "test_y", "meta")
 
@@ -101,10 +101,8 @@ def load_prepared(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"prepared dataset {path} does not exist; run the prepare stage first")
-    try:
+    with reading(path, "prepared dataset"):  # truncated zips, foreign pickles (refused by weights_only) and the like
         data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # truncated zips, foreign pickles (refused by weights_only) and the like
-        raise UnreadableFileError(path, "prepared dataset", error) from error
     if not isinstance(data, dict):
         raise UnreadableFileError(path, "prepared dataset", f"holds a {type(data).__name__}, not a dict")
     try:

@@ -312,7 +312,7 @@ def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_r
 def _step_inputs(plans, step, width, device):
     """Every client's minibatch of this step, padded to `width` samples with weight-0 copies; a client whose work is
     done gets a placeholder sample of weight 0 (its rows are kept as they are)."""
-    xs, ys, masks, active = [], [], [], []
+    xs, ys, masks = [], [], []
     for plan in plans:
         is_active = step < len(plan.batches)
         if is_active:
@@ -325,8 +325,7 @@ def _step_inputs(plans, step, width, device):
                                 torch.zeros(pad, dtype=x.dtype, device=device)]))
         xs.append(torch.cat([x, x[:1].expand(pad, *x.shape[1:])]) if pad else x)
         ys.append(torch.cat([y, y[:1].expand(pad)]) if pad else y)
-        active.append(is_active)
-    return torch.stack(xs), torch.stack(ys), torch.stack(masks), active
+    return torch.stack(xs), torch.stack(ys), torch.stack(masks)
 
 
 def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_rows):
@@ -342,28 +341,31 @@ def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_r
     batched_grad = vmap(grad(loss_and_logits, has_aux=True), randomness="different")
     device = starts.device
     width = max(len(b) for p in plans for b in p.batches)
-    steps = max(len(p.batches) for p in plans)
+    lengths = [len(p.batches) for p in plans]
+    counts = torch.tensor(lengths, device=device)
     weights = starts.detach().clone()
-    step_losses = [[] for _ in plans]
-    step_accuracies = [[] for _ in plans]
+    loss_steps, accuracy_steps = [], []
     model.module.train()
-    for step in range(steps):
+    for step in range(max(lengths)):
         raise_if_requested()
-        x, y, mask, active = _step_inputs(plans, step, width, device)
+        x, y, mask = _step_inputs(plans, step, width, device)
         gradient, logits = batched_grad(weights, x, y, mask)
         gradient = clip_gradient(gradient, options.grad_clip)
         if correction is not None:
             gradient = correction.apply(gradient, weights)
-        weights, new_rows = trainer.optimizer.step(weights, gradient, optimizer_rows, lr,
-                                                   torch.tensor(active, device=device))
+        # Every client is active until the shortest local work ends (always, with `steps`): no mask needed then.
+        active = None if step < min(lengths) else step < counts
+        weights, new_rows = trainer.optimizer.step(weights, gradient, optimizer_rows, lr, active)
         optimizer_rows.update(new_rows)
         with torch.no_grad():
             losses = (vmap(lambda lg, t: F.cross_entropy(lg, t, reduction="none"))(logits, y) * mask).sum(-1)
             correct = ((logits.argmax(-1) == y).to(mask.dtype) * mask).sum(-1)
             sizes = mask.sum(-1).clamp_min(1)
-            losses, correct = (losses / sizes).double().tolist(), (correct / sizes).double().tolist()
-        for j, is_active in enumerate(active):
-            if is_active:
-                step_losses[j].append(losses[j])
-                step_accuracies[j].append(correct[j])
+            # Kept on the device: read once after the round, so no step waits for the host.
+            loss_steps.append(losses / sizes)
+            accuracy_steps.append(correct / sizes)
+    per_client_losses = torch.stack(loss_steps, 1).double().cpu().tolist()
+    per_client_accuracies = torch.stack(accuracy_steps, 1).double().cpu().tolist()
+    step_losses = [row[:length] for row, length in zip(per_client_losses, lengths)]
+    step_accuracies = [row[:length] for row, length in zip(per_client_accuracies, lengths)]
     return weights, step_losses, step_accuracies

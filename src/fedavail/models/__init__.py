@@ -18,13 +18,11 @@ from fedavail.models import cnn
 from fedavail.models.lstm import CharLSTM
 from fedavail.plan.models import MODEL_KINDS, MODEL_NAMES
 
-INITIALISATIONS = ("kaiming_normal", "pytorch_default")
-
 
 @dataclass(frozen=True)
 class Architecture:
     build: Callable[..., nn.Module]
-    init: str  # one of INITIALISATIONS
+    init: str  # kaiming_normal | pytorch_default
 
 
 ARCHITECTURES = {
@@ -38,22 +36,17 @@ ARCHITECTURES = {
 }
 
 
-def _kaiming_normal(module: nn.Module, generator: torch.Generator) -> None:
+def _initialise(module: nn.Module, init: str, generator: torch.Generator) -> None:
+    """`init` kaiming_normal (FedSWE's models: Kaiming-normal weights, zero biases) or pytorch_default (the same draws,
+    in the same order, as each module's reset_parameters()); embeddings and LSTMs are initialised alike by both."""
     if isinstance(module, (nn.Conv2d, nn.Linear)):
-        nn.init.kaiming_normal_(module.weight, nonlinearity="relu", generator=generator)
-        nn.init.zeros_(module.bias)
-    elif isinstance(module, nn.Embedding):
-        nn.init.normal_(module.weight, generator=generator)
-    elif isinstance(module, nn.LSTM):
-        _uniform_lstm(module, generator)
-
-
-def _pytorch_default(module: nn.Module, generator: torch.Generator) -> None:
-    # The same draws, in the same order, as each module's reset_parameters().
-    if isinstance(module, (nn.Conv2d, nn.Linear)):
-        nn.init.kaiming_uniform_(module.weight, a=math.sqrt(5), generator=generator)
-        bound = 1.0 / math.sqrt(module.weight[0].numel())
-        nn.init.uniform_(module.bias, -bound, bound, generator=generator)
+        if init == "kaiming_normal":
+            nn.init.kaiming_normal_(module.weight, nonlinearity="relu", generator=generator)
+            nn.init.zeros_(module.bias)
+        else:
+            nn.init.kaiming_uniform_(module.weight, a=math.sqrt(5), generator=generator)
+            bound = 1.0 / math.sqrt(module.weight[0].numel())
+            nn.init.uniform_(module.bias, -bound, bound, generator=generator)
     elif isinstance(module, nn.Embedding):
         nn.init.normal_(module.weight, generator=generator)
     elif isinstance(module, nn.LSTM):
@@ -64,9 +57,6 @@ def _uniform_lstm(module: nn.LSTM, generator: torch.Generator) -> None:
     bound = 1.0 / module.hidden_size**0.5
     for weight in module.parameters():
         nn.init.uniform_(weight, -bound, bound, generator=generator)
-
-
-_INITIALISE = {"kaiming_normal": _kaiming_normal, "pytorch_default": _pytorch_default}
 
 
 def build_model(name: str, dataset: dict, seed: int) -> nn.Module:
@@ -85,8 +75,7 @@ def build_model(name: str, dataset: dict, seed: int) -> nn.Module:
     else:
         model = architecture.build(vocab_size=dataset["num_classes"])
     generator = torch_generator(seed, "model-init")
-    initialise = _INITIALISE[architecture.init]
     with torch.no_grad():
         for module in model.modules():
-            initialise(module, generator)
+            _initialise(module, architecture.init, generator)
     return model

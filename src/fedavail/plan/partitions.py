@@ -4,7 +4,7 @@ scheme's settings."""
 
 from dataclasses import asdict, dataclass
 
-from fedavail.plan.options import check_int, is_number, option, resolve_variant
+from fedavail.plan.options import check_choices, check_int, is_number, option, resolve_variant
 
 WHAT = "partition spec key"
 ALLOCATIONS = ("equal", "class_proportional")
@@ -25,9 +25,7 @@ class DirichletScheme:
         check_int(self.num_clients, "num_clients", 2 if isinstance(self, TwoGroup) else 1, WHAT)
         if not is_number(self.alpha) or self.alpha <= 0:
             raise ValueError(f"{WHAT} 'alpha' must be a positive number, got {self.alpha!r}")
-        allocation = getattr(self, "allocation", ALLOCATIONS[0])
-        if allocation not in ALLOCATIONS:
-            raise ValueError(f"{WHAT} 'allocation': {allocation!r} is not one of {ALLOCATIONS}")
+        check_choices(self, WHAT)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -72,6 +72,8 @@ class Report:
                 raise ValueError(f"algorithms: {algorithm!r} is run by none of the report's experiments")
 
     def _check_layout(self, config: dict) -> None:
+        if not self.LAYOUT:
+            return
         placed = {}
         for experiment in self.experiments:
             settings = experiment_settings(config, experiment)
@@ -82,7 +84,7 @@ class Report:
                     raise ValueError(f"{key}: experiment {experiment!r} has no {attribute!r}")
                 position.append(settings.get(attribute))
             position = tuple(position)
-            if self.LAYOUT and position in placed:
+            if position in placed:
                 raise ValueError(f"experiments: {placed[position]!r} and {experiment!r} land in the same cell "
                                  f"({', '.join(f'{getattr(self, k)} = {v}' for k, v in zip(self.LAYOUT, position))})")
             placed[position] = experiment
@@ -371,10 +373,15 @@ def experiment_settings(config: dict, experiment: str) -> dict:
     a γ even where the trace model's default gives it)."""
     exp = config["experiments"][experiment]
     partition = config["partitions"][exp["partition"]]
-    trace = {**config["traces"][exp["trace"]]}
-    trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
-    settings = attributes(experiment, partition, trace, exp["training"])
+    settings = attributes(experiment, partition, _stated_trace(config, exp["trace"]), exp["training"])
     return {**settings, "applies": {a for a in ATTRIBUTES if settings[a] is not None} | applicable(settings)}
+
+
+def _stated_trace(config: dict, name: str) -> dict:
+    """The trace's settings as the config states them, num_clients taken from its partition when not given."""
+    trace = {**config["traces"][name]}
+    trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
+    return trace
 
 
 def applicable(settings: dict) -> set[str]:
@@ -434,9 +441,8 @@ def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) 
     experiments = {}
     for experiment, algorithms in selected.items():
         exp = config["experiments"][experiment]
-        trace = {**config["traces"][exp["trace"]]}
-        trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
-        experiments[experiment] = {"partition": config["partitions"][exp["partition"]], "trace": trace,
+        experiments[experiment] = {"partition": config["partitions"][exp["partition"]],
+                                   "trace": _stated_trace(config, exp["trace"]),
                                    "training": exp["training"], "algorithms": algorithms,
                                    "seeds": list(experiment_seeds(config, experiment))}
     used = {a for info in experiments.values() for a in info["algorithms"]}
@@ -444,8 +450,9 @@ def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) 
             "algorithms": {a: config["algorithms"][a] for a in used}}
 
 
-def report_job(config: dict, name: str) -> dict:
-    report = parse_report(name, config["reports"][name], config)
+def report_job(config: dict, name: str, report: Report | None = None) -> dict:
+    """Report `name`'s job spec; `report` is its parsed spec when the caller has it already."""
+    report = report or parse_report(name, config["reports"][name], config)
     selected = {e: report.selected(config, e) for e in report.experiments}
     return _job(config, name, dataclasses.asdict(report), selected)
 

@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fedavail.plan.options import check_int, check_probabilities, is_number, option, resolve_variant
+from fedavail.plan.options import check_choices, check_int, check_probabilities, is_number, option, resolve_variant
 
 WHAT = "trace spec key"
 FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
@@ -36,14 +36,11 @@ class TraceModel:
                 check_int(getattr(self, key), key, 1, WHAT)
         if self.partition is not None and not isinstance(self.partition, str):
             raise ValueError(f"{WHAT} 'partition' must name a partition, got {self.partition!r}")
+        check_choices(self, WHAT)
         self.check()
 
     def check(self) -> None:
         """The model's own settings."""
-
-    def choice(self, key: str, choices: tuple) -> None:
-        if getattr(self, key) not in choices:
-            raise ValueError(f"{WHAT} {key!r}: {getattr(self, key)!r} is not one of {choices}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,9 +60,6 @@ class FedSWETrace(TraceModel):
                             "shares (empirical, the FedAWE code)", choices=("nu", "empirical"))
 
     def check(self) -> None:
-        self.choice("dynamics", FEDSWE_DYNAMICS)
-        self.choice("inner", ("static", "staircase"))
-        self.choice("class_mix", ("nu", "empirical"))
         check_int(self.period, "period", 1, WHAT)
         check_int(self.window, "window", 1, WHAT)
         if self.phi_max is not None:
@@ -84,7 +78,6 @@ class FastTrace(TraceModel):
     fraction: float = option(0.1, "the cohort's share of the clients, in (0, 1]")
 
     def check(self) -> None:
-        self.choice("distribution", FAST_DISTRIBUTIONS)
         if not is_number(self.fraction) or not 0 < self.fraction <= 1:
             raise ValueError(f"{WHAT} 'fraction' must be in (0, 1], got {self.fraction!r}")
 
@@ -101,7 +94,6 @@ class BernoulliTrace(TraceModel):
 
     def check(self) -> None:
         check_probabilities(self.p, "p", True, WHAT)
-        self.choice("dynamics", BERNOULLI_DYNAMICS)
         check_int(self.period, "period", 1, WHAT)
         check_probabilities(self.gamma, "gamma", False, WHAT)
         check_probabilities(self.low, "low", False, WHAT)

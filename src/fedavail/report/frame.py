@@ -56,6 +56,8 @@ def experiment_attributes(name: str, info: dict) -> dict:
 
 def load(job: dict, run_dirs) -> pd.DataFrame:
     """The tidy frame of these runs of the job (fedavail.plan.reports job spec)."""
+    experiments = {name: experiment_attributes(name, info) for name, info in job["experiments"].items()}
+    algorithms = {name: algorithm_settings(spec) for name, spec in job["algorithms"].items()}
     frames = []
     for run_dir in run_dirs:
         summary, metrics = read_run(run_dir)
@@ -63,8 +65,7 @@ def load(job: dict, run_dirs) -> pd.DataFrame:
         experiment = summary.get("experiment") or parts[-3]
         algorithm = summary.get("algorithm_id") or parts[-2]
         seed = int(summary.get("seed", parts[-1].removeprefix("seed")))
-        settings = {**experiment_attributes(experiment, job["experiments"][experiment]), "algorithm": algorithm,
-                    **algorithm_settings(job["algorithms"][algorithm]), "seed": seed,
+        settings = {**experiments[experiment], "algorithm": algorithm, **algorithms[algorithm], "seed": seed,
                     **{k: summary.get(k) for k in SUMMARY}}
         frames.append(metrics.assign(**{k: [v] * len(metrics) for k, v in settings.items()}))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*RUN, "round"])
@@ -98,19 +99,27 @@ def view(job: dict, frame: pd.DataFrame, eval_model: str | None = None) -> pd.Da
     settings = job["report"]
     if (eval_model or settings.get("eval_model")) == "local_mean":
         frame = scored(frame)
-    base = frame["algorithm"].str.removesuffix(SERVER_SUFFIX)
-    server = frame["algorithm"].map(is_server_row)
-    identity = frame.apply(labels.canonical, axis=1) if len(frame) else pd.Series(dtype=str)
     given = settings.get("labels") or {}
-    label = [given.get(b) or labels.display(i) for b, i in zip(base, identity)]
     order = list(settings.get("algorithms") or [])
     for experiment in settings["experiments"]:
         order += [a for a in job["experiments"][experiment]["algorithms"] if a not in order]
     aided = settings.get("memory_aided")
-    group = [2 if (b in aided if aided is not None else labels.group(i) == 2) else 1 for b, i in zip(base, identity)]
-    return frame.assign(identity=identity, label=[f"{t}, server model" if s else t for t, s in zip(label, server)],
-                        group=group, order=[order.index(b) + 0.5 * s if b in order else len(order)
-                                            for b, s in zip(base, server)])
+
+    def shown(algorithm: str, identity: str) -> tuple:
+        base, server = algorithm.removesuffix(SERVER_SUFFIX), is_server_row(algorithm)
+        label = given.get(base) or labels.display(identity)
+        group = 2 if (base in aided if aided is not None else labels.group(identity) == 2) else 1
+        return (f"{label}, server model" if server else label, group,
+                order.index(base) + 0.5 * server if base in order else len(order))
+
+    # Every column these depend on is constant per algorithm: work out each algorithm once, not once per row.
+    firsts = frame.drop_duplicates("algorithm")
+    identity = dict(zip(firsts["algorithm"], firsts.apply(labels.canonical, axis=1))) if len(firsts) else {}
+    per_algorithm = {algorithm: shown(algorithm, i) for algorithm, i in identity.items()}
+    column = frame["algorithm"]
+    return frame.assign(identity=column.map(identity), label=column.map(lambda a: per_algorithm[a][0]),
+                        group=column.map(lambda a: per_algorithm[a][1]),
+                        order=column.map(lambda a: per_algorithm[a][2]))
 
 
 # ---------------------------------------------------------------- statistics

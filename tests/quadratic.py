@@ -9,21 +9,45 @@ import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, run_round
 from fedavail.engine.local import LocalCorrection, LocalResult
+from fedavail.engine.optim import LocalOptimizer
 
 
 def quadratic_local_train(targets: torch.Tensor, steps: int, accuracy=None):
     """Exact local gradient descent on ½‖x − u_i‖² (with the algorithm's gradient correction)."""
+    return curved_local_train(torch.ones_like(targets), targets, steps, accuracy=accuracy)
+
+
+def curved_local_train(curvatures: torch.Tensor, targets: torch.Tensor, steps: int, optimizer: LocalOptimizer | None = None,
+                       optimizer_rows: dict[str, torch.Tensor] | None = None, accuracy=None):
+    """Exact local steps on F_i(x) = ½ Σ_k a_ik (x_k − u_ik)² with the algorithm's gradient correction, taken by the
+    engine's optimizer formula (plain SGD when `optimizer` is None). `optimizer_rows` ([m, ...] tables, updated in
+    place) keep each client's optimizer state across rounds; without them it starts fresh every round."""
 
     def local_train(clients, starts, correction: LocalCorrection | None, ctx: RoundContext) -> LocalResult:
         weights = starts.clone()
+        gradient_sum = torch.zeros_like(weights)
+        if optimizer is None:
+            rows = {}
+        elif optimizer_rows is None:
+            rows = optimizer.init_rows(len(clients), weights.shape[1], weights.dtype, weights.device)
+        else:
+            rows = {k: v[clients] for k, v in optimizer_rows.items()}
         for _ in range(steps):
-            gradient = weights - targets[clients]
+            gradient = curvatures[clients] * (weights - targets[clients])
+            gradient_sum += gradient
             if correction is not None:
                 gradient = correction.apply(gradient, weights)
-            weights = weights - ctx.lr * gradient
-        loss = 0.5 * ((weights - targets[clients]) ** 2).sum(-1)
+            if optimizer is None:
+                weights = weights - ctx.lr * gradient
+            else:
+                weights, rows = optimizer.step(weights, gradient, rows, ctx.lr)
+        if optimizer_rows is not None:
+            for key, value in rows.items():
+                optimizer_rows[key].index_copy_(0, clients, value)
+        loss = 0.5 * (curvatures[clients] * (weights - targets[clients]) ** 2).sum(-1)
         acc = torch.zeros(len(clients), dtype=torch.float64) if accuracy is None else accuracy(ctx.round, clients)
-        return LocalResult(starts, weights, loss.double(), acc, torch.full((len(clients),), steps), acc)
+        return LocalResult(starts, weights, loss.double(), acc, torch.full((len(clients),), steps), acc,
+                           gradient_sum / steps)
 
     return local_train
 

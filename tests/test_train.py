@@ -110,6 +110,17 @@ def test_persistent_optimizer_state_is_checkpointed_resumed_and_counted(inputs, 
     assert summary["state_bytes"] == d * 4 + summary["local_state_bytes"]
 
 
+def test_scaffold_under_persistent_adam_resumes_bit_identically(inputs, tmp_path):
+    # The c_i table and the Adam moments are both checkpointed; the mean gradients are per-round only.
+    spec = _with(PERSISTENT, algorithm={"algorithm": "scaffold"}, algorithm_id="scaffold")
+    _run(inputs, tmp_path / "whole", spec)
+    _run(inputs, tmp_path / "split", spec, execution=Execution(checkpoint_every=100), stop_after_round=5)
+    _run(inputs, tmp_path / "split", spec)
+    whole = pd.read_parquet(tmp_path / "whole/metrics.parquet").drop(columns="seconds")
+    pd.testing.assert_frame_equal(whole, pd.read_parquet(tmp_path / "split/metrics.parquet").drop(columns="seconds"))
+    assert whole["test_acc"].notna().any()
+
+
 def _train_command(inputs, *options, spec=SPEC):
     spec = _with(spec, training__rounds=150, training__eval_every=50)
     return [sys.executable, "-m", "fedavail", "train", "--prepared", str(inputs / "data.pt"),

@@ -29,19 +29,23 @@ from fedavail.stopping import raise_if_requested
 
 @dataclass
 class LocalCorrection:
-    """A per-client linear gradient correction, g <- g + prox_mu * (w - anchor) + drift.
+    """A per-client linear gradient correction, g <- g + prox_mu * (w - anchor) + drift, added to each minibatch
+    gradient before the optimizer step, and what the algorithm wants measured during local work.
 
-    FedProx: prox_mu = μ, anchor = the round's start model. SCAFFOLD: drift = c - c_i."""
+    FedProx: prox_mu = μ, anchor = the round's start model. SCAFFOLD: drift = c - c_i, and mean_gradient (each
+    client's mean raw minibatch gradient over its local steps, LocalResult.mean_gradient: its new c_i)."""
 
     prox_mu: float = 0.0
     anchor: torch.Tensor | None = None  # [n, d]
     drift: torch.Tensor | None = None  # [n, d]
+    mean_gradient: bool = False
 
     def row(self, j: int) -> "LocalCorrection":
         return LocalCorrection(
             self.prox_mu,
             None if self.anchor is None else self.anchor[j],
             None if self.drift is None else self.drift[j],
+            self.mean_gradient,
         )
 
     def apply(self, gradient: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -58,8 +62,11 @@ class LocalResult:
     end: torch.Tensor  # [n, d]
     loss: torch.Tensor  # [n] mean minibatch loss over the round's local steps
     accuracy: torch.Tensor  # [n] mean minibatch accuracy over the round's local steps
-    steps: torch.Tensor | None = None  # [n] int64: local steps each client took (SCAFFOLD's s_i)
+    steps: torch.Tensor | None = None  # [n] int64: local steps each client took
     running_accuracy: torch.Tensor | None = None  # [n]: mean minibatch accuracy since the client's epoch began
+    # [n, d]: mean over the local steps of the raw minibatch gradient (after the clip, before the correction and the
+    # optimizer's weight decay); only when the correction asks for it
+    mean_gradient: torch.Tensor | None = None
 
 
 @dataclass
@@ -165,7 +172,7 @@ class LocalTrainer:
         return _Prepared(rows, plans, optimizer_rows)
 
     def finish(self, work: LocalWork, prepared: _Prepared, ends: torch.Tensor, step_losses: list[list[float]],
-               step_accuracies: list[list[float]]) -> LocalResult:
+               step_accuracies: list[list[float]], gradient_sums: torch.Tensor | None) -> LocalResult:
         """Per-client tables change only after the whole round's local work (a stop request mid-round leaves them as
         they were at the round's start, which is what a checkpoint then records)."""
         rows, plans, state = prepared.clients, prepared.plans, work.state
@@ -181,7 +188,10 @@ class LocalTrainer:
             cursors = torch.tensor([p.cursor for p in plans], dtype=torch.int64, device=rows.device)
             state["epoch"].index_copy_(0, rows, cursors[:, 0])
             state["epoch_batch"].index_copy_(0, rows, cursors[:, 1])
-        return LocalResult(work.starts, ends, loss, accuracy, steps, running)
+        mean_gradient = None
+        if gradient_sums is not None:
+            mean_gradient = gradient_sums / steps.to(gradient_sums.device, gradient_sums.dtype)[:, None]
+        return LocalResult(work.starts, ends, loss, accuracy, steps, running, mean_gradient)
 
     def plan(self, client: int, round_index: int, state: dict[str, torch.Tensor]) -> ClientPlan:
         o, data = self.options, self.data
@@ -241,26 +251,29 @@ def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[
     optimizer_rows = {k: torch.cat([p.optimizer_rows[k] for p in prepared]) for k in trainer.optimizer.keys}
     plans = [plan for p in prepared for plan in p.plans]
     back_end = _train_vmap if trainer.batched else _train_loop
-    ends, step_losses, step_accuracies = back_end(trainer, plans, starts, correction, round_index, lr, optimizer_rows)
+    ends, step_losses, step_accuracies, gradient_sums = back_end(trainer, plans, starts, correction, round_index, lr,
+                                                                 optimizer_rows)
     offset = 0
     for j, p in zip(busy, prepared):
         rows = slice(offset, offset + len(p.plans))
         p.optimizer_rows = {k: v[rows] for k, v in optimizer_rows.items()}
-        results[j] = works[j].trainer.finish(works[j], p, ends[rows], step_losses[rows], step_accuracies[rows])
+        results[j] = works[j].trainer.finish(works[j], p, ends[rows], step_losses[rows], step_accuracies[rows],
+                                             None if gradient_sums is None else gradient_sums[rows])
         offset += len(p.plans)
     return results
 
 
 def _no_work(work: LocalWork) -> LocalResult:
     empty = work.starts.new_zeros(0).double().cpu()
-    return LocalResult(work.starts, work.starts.clone(), empty, empty, torch.zeros(0, dtype=torch.int64), empty)
+    return LocalResult(work.starts, work.starts.clone(), empty, empty, torch.zeros(0, dtype=torch.int64), empty,
+                       torch.zeros_like(work.starts))
 
 
 def _joined_correction(corrections: list[LocalCorrection | None]) -> LocalCorrection | None:
     """Several seeds' corrections as one over all their rows (the same algorithm gives them the same form)."""
     if all(c is None for c in corrections):
         return None
-    if any(c is None for c in corrections) or len({c.prox_mu for c in corrections}) > 1:
+    if any(c is None for c in corrections) or len({(c.prox_mu, c.mean_gradient) for c in corrections}) > 1:
         raise ValueError("local work trained together must have corrections of one form")
 
     def joined(rows):
@@ -271,12 +284,17 @@ def _joined_correction(corrections: list[LocalCorrection | None]) -> LocalCorrec
         return torch.cat(rows)
 
     return LocalCorrection(corrections[0].prox_mu, joined([c.anchor for c in corrections]),
-                           joined([c.drift for c in corrections]))
+                           joined([c.drift for c in corrections]), corrections[0].mean_gradient)
+
+
+def _gradient_sums(correction: LocalCorrection | None, starts: torch.Tensor) -> torch.Tensor | None:
+    return torch.zeros_like(starts) if correction is not None and correction.mean_gradient else None
 
 
 def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_rows):
     model, options = trainer.model, trainer.options
     ends = torch.empty_like(starts)
+    gradient_sums = _gradient_sums(correction, starts)
     step_losses, step_accuracies = [], []
     model.module.train()
     weights, gradient_buffer = model.flat, model.flat_grad
@@ -295,6 +313,8 @@ def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_r
                 loss = F.cross_entropy(logits, y)
                 loss.backward()
                 gradient = clip_gradient(gradient_buffer, options.grad_clip)
+                if gradient_sums is not None:
+                    gradient_sums[j] += gradient
                 if row_correction is not None:
                     gradient = row_correction.apply(gradient, weights)
                 new_weights, row_state = trainer.optimizer.step(weights, gradient, row_state, lr)
@@ -306,7 +326,7 @@ def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_r
         ends[j] = weights
         step_losses.append(losses)
         step_accuracies.append(accuracies)
-    return ends, step_losses, step_accuracies
+    return ends, step_losses, step_accuracies, gradient_sums
 
 
 def _step_inputs(plans, step, width, device):
@@ -344,6 +364,7 @@ def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_r
     lengths = [len(p.batches) for p in plans]
     counts = torch.tensor(lengths, device=device)
     weights = starts.detach().clone()
+    gradient_sums = _gradient_sums(correction, starts)
     loss_steps, accuracy_steps = [], []
     model.module.train()
     for step in range(max(lengths)):
@@ -351,10 +372,12 @@ def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_r
         x, y, mask = _step_inputs(plans, step, width, device)
         gradient, logits = batched_grad(weights, x, y, mask)
         gradient = clip_gradient(gradient, options.grad_clip)
-        if correction is not None:
-            gradient = correction.apply(gradient, weights)
         # Every client is active until the shortest local work ends (always, with `steps`): no mask needed then.
         active = None if step < min(lengths) else step < counts
+        if gradient_sums is not None:
+            gradient_sums += gradient if active is None else torch.where(active[:, None], gradient, 0)
+        if correction is not None:
+            gradient = correction.apply(gradient, weights)
         weights, new_rows = trainer.optimizer.step(weights, gradient, optimizer_rows, lr, active)
         optimizer_rows.update(new_rows)
         with torch.no_grad():
@@ -368,4 +391,4 @@ def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_r
     per_client_accuracies = torch.stack(accuracy_steps, 1).double().cpu().tolist()
     step_losses = [row[:length] for row, length in zip(per_client_losses, lengths)]
     step_accuracies = [row[:length] for row, length in zip(per_client_accuracies, lengths)]
-    return weights, step_losses, step_accuracies
+    return weights, step_losses, step_accuracies, gradient_sums

@@ -47,6 +47,20 @@ def test_every_output_is_a_crop_or_mirror_of_its_own_input(padding, flip, check_
         assert len(seen) == (2 * padding + 1) ** 2 * (2 if flip else 1)
 
 
+def test_per_batch_draws_one_crop_and_flip_for_the_whole_batch():
+    # torchvision's RandomCrop + RandomHorizontalFlip on a [B, C, H, W] tensor (the FedAWE code): every image of a
+    # minibatch gets the same offset and flip; across minibatches the draws vary.
+    images = batch(shape=(32, 2, 9, 8))
+    outcomes = set()
+    for seed in range(40):
+        out = random_crop_flip(images, torch.Generator().manual_seed(seed), padding=2, per_batch=True)
+        chosen = {next(i for i, c in enumerate(candidates(image, 2, True)) if torch.equal(c, result))
+                  for image, result in zip(images, out)}
+        assert len(chosen) == 1
+        outcomes |= chosen
+    assert len(outcomes) > 10
+
+
 def test_hand_made_example():
     image = torch.tensor([[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]])[None]  # [1, 1, 2, 3]
     outcomes = {tuple(random_crop_flip(image, torch.Generator().manual_seed(s), padding=0).flatten().tolist())

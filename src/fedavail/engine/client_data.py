@@ -3,23 +3,12 @@
 A client's minibatches for a round come from a generator keyed by (seed, round, client), so they do not depend on who
 else participates, on batching, or on whether the run was resumed."""
 
-from dataclasses import dataclass
-
 import torch
 
 from fedavail.data.augment import random_crop_flip
 from fedavail.data.prepared import text_windows
+from fedavail.plan.experiments import Augmentation
 from fedavail.rng import torch_generator
-
-
-@dataclass
-class Augmentation:
-    crop_padding: int = 0
-    horizontal_flip: bool = False
-
-    @property
-    def active(self) -> bool:
-        return self.crop_padding > 0 or self.horizontal_flip
 
 
 class ClientData:
@@ -93,7 +82,8 @@ class ClientData:
         """Model inputs and labels of the samples at `positions`, augmented with `generator` when configured."""
         x = self.inputs(self.x[positions])
         if self.kind == "image" and self.augmentation.active:
-            x = random_crop_flip(x, generator, self.augmentation.crop_padding, self.augmentation.horizontal_flip)
+            x = random_crop_flip(x, generator, self.augmentation.crop_padding, self.augmentation.horizontal_flip,
+                                 per_batch=self.augmentation.draw == "per_batch")
         return x, self.y[positions]
 
     def client_stream(self, seed: int, round_index: int, client: int, steps: int, batch_size: int):

@@ -5,9 +5,10 @@ import re
 from dataclasses import dataclass
 
 from fedavail.plan.models import MODEL_NAMES
-from fedavail.plan.options import is_number, option
+from fedavail.plan.options import check_choices, is_number, option
 
 DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
+AUGMENTATION_DRAWS = ("per_image", "per_batch")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,8 +17,16 @@ class Augmentation:
 
     crop_padding: int = option(0, "random crop after zero padding by this many pixels; 0: no crop")
     horizontal_flip: bool = option(False, "flip each image horizontally with probability 1/2")
+    draw: str = option("per_image", "per_image: each image its own crop offset and flip; per_batch: one draw for the "
+                       "whole minibatch (torchvision's transforms called on a batch tensor, as the FedAWE code does)",
+                       choices=AUGMENTATION_DRAWS)
+
+    @property
+    def active(self) -> bool:
+        return self.crop_padding > 0 or self.horizontal_flip
 
     def __post_init__(self):
+        check_choices(self, "training.augmentation")
         if isinstance(self.crop_padding, bool) or not isinstance(self.crop_padding, int) or self.crop_padding < 0:
             raise ValueError(f"crop_padding: must be an integer >= 0, got {self.crop_padding!r}")
         if not isinstance(self.horizontal_flip, bool):

@@ -133,6 +133,7 @@ def test_adaptive_q_follows_algorithm_two(lam):
     expected = HAND_Q[lam]
     torch.testing.assert_close([r["q"] for r in history], expected[:rounds])  # the q that governed round r
     torch.testing.assert_close(state["q"].item(), expected[rounds])
+    torch.testing.assert_close([r["q_signal"] for r in history], SCRIPTED_ACC[:rounds])  # acc_r behind q_{r+1}
     draws = [torch.rand((), generator=torch_generator(2, "algorithm", t), dtype=torch.float64).item()
              for t in range(rounds)]
     assert [r["snapshot"] for r in history] == [int(u < q) for u, q in zip(draws, expected)]

@@ -456,6 +456,7 @@ def _all_kinds_config():
                "target": 0.5, "sample_every": 10},
         "grid": {"kind": "grid", "x": "gamma", "hue": "dataset", "experiments": ["s1", "s2"], "algorithms": ["avg"]},
         "ratio": {"kind": "fast_ratio", "experiments": ["s1"], "algorithms": ["avg", "ada"]},
+        "q": {"kind": "fast_q", "experiments": ["s1", "s2"], "algorithms": ["ada"]},
         "toy1": {"kind": "toy_heterogeneity", "resolution": 11},
         "toy5": {"kind": "toy_interpolation", "rounds": 50},
     }
@@ -469,7 +470,7 @@ def test_every_kind_writes_its_files(tmp_path, monkeypatch):
             for seed in config["seeds"]:
                 extra = {"consensus_error": lambda t: 10.0 / (t + 1)} if algorithm.startswith("swe") else {}
                 if algorithm == "ada":
-                    extra = {"snapshot": lambda t: int(t % 3 == 0), "q": constant(0.3)}
+                    extra = {"snapshot": lambda t: int(t % 3 == 0), "q": constant(0.3), "q_signal": constant(0.7)}
                 write_run(tmp_path, experiment, algorithm, seed, lambda t, s=seed: min(0.9, t / 80 + 0.02 * s),
                           extra=extra)
     monkeypatch.chdir(tmp_path)
@@ -492,6 +493,14 @@ def test_every_kind_writes_its_files(tmp_path, monkeypatch):
     assert sorted(ks["k"].unique()) == [0.0, 100.0]
     toy = pd.read_csv(tmp_path / "results/reports/toy1/figure.csv")
     assert toy["bias"].max() == pytest.approx(50.0)
+    q = pd.read_csv(tmp_path / "results/reports/q/figure.csv")  # every round of every seed, not a mean
+    assert len(q) == 2 * len(config["seeds"]) * ROUNDS and set(q["q"]) == {0.3} and set(q["q_signal"]) == {0.7}
+
+
+def test_fast_q_takes_only_adaptive_fast():
+    config = _all_kinds_config()
+    with pytest.raises(ValueError, match="'avg' \\(in 's1'\\) is not adaptive FAST"):
+        reports.parse_report("q", {"kind": "fast_q", "experiments": ["s1"], "algorithms": ["avg", "ada"]}, config)
 
 
 def test_fast_cells_match_the_numbers_in_the_fast_text():

@@ -100,5 +100,10 @@ class Fast(FastOptions, Algorithm):
         return self.inner.eval_models(state)
 
     def round_metrics(self, state: State) -> dict[str, float]:
-        return {**self.inner.round_metrics(state), "snapshot": int(state["last_snapshot"]),
-                "q": float(state["last_q"])}
+        """snapshot and q of the round just run; adaptive: also q_signal, the accuracy acc_r it fed to Algorithm 2
+        (the report kind fast_q plots both)."""
+        metrics = {**self.inner.round_metrics(state), "snapshot": int(state["last_snapshot"]),
+                   "q": float(state["last_q"])}
+        if self.schedule == "adaptive":
+            metrics["q_signal"] = float(state["last_acc"])
+        return metrics

@@ -33,11 +33,18 @@ DESCRIPTIONS = {
             "(FedSWE Fig. 3 style); mean ± std over seeds",
     "fast_ratio": "test accuracy of the server model (mean of the last {last} test accuracies) against Ratio, the "
                   "share of rounds with arbitrary participation; algorithms without snapshots sit at Ratio = 100%",
+    "fast_q": "adaptive FAST (FAST Algorithm 2): the snapshot probability q_t that governed each round (top) and the "
+              "signal it is updated from, the participants' mean local training accuracy acc_t (bottom), one line "
+              "per seed, snapshot rounds marked ×; q_(t+1) = clip(q_t + λ(acc_(t−1) − acc_t), 0, 1) rises only "
+              "when the signal falls",
     "claims": "the papers' claims checked on these runs: each claim, its source in the paper, our numbers (mean ± "
-              "std over seeds, seeds and rounds of every cell it reads) and its verdict: holds, fails, or not "
-              "resolved when the difference it states is within the largest standard deviation over seeds of its "
-              "cells (with one seed, the sign of the difference, marked \"1 seed\"); whether a claim holds is this "
-              "run's finding, not something the pipeline assumes",
+              "std over seeds, seeds and rounds of every cell it reads), every comparison's mean difference over "
+              "seeds paired by seed with its 95% Student-t confidence interval and number of pairs, the paper's own "
+              "numbers where it publishes the same cells, and the verdict: holds or fails when the interval lies "
+              "entirely on one side of the claim's bound (0, or −margin for non-inferiority), otherwise not "
+              "resolved; fewer than 3 seeds, or a cell whose accuracy is still improving at the end of its run "
+              "(last window against the window before, same interval, beyond {plateau_tolerance_points} points), "
+              "give no verdict; whether a claim holds is this run's finding, not something the pipeline assumes",
     "toy_heterogeneity": "Example 1 of FedSWE §4 computed exactly: two clients with F_i(x) = (x − u_i)²/2, u = {u}, "
                          "stationary availability p_1, p_2; the colour is |lim E x^t − x*| of FedAvg (closed form, "
                          "no training)",
@@ -86,6 +93,7 @@ def caption(job: dict) -> str:
     report = job["report"]
     values = {k: _shown(v) for k, v in report.items()}
     values["target_percent"] = f"{100 * report.get('target', 0):g}"
+    values["plateau_tolerance_points"] = f"{100 * report.get('plateau_tolerance', 0):g}"
     title = report.get("title") or job["name"]
     text = DESCRIPTIONS[report["kind"]].format(**values)
     if not job["experiments"]:

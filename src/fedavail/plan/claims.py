@@ -2,30 +2,42 @@
 
     claims:
       - claim: "FedSWE (k = 100) beats FedAvg over active clients under sine availability"
-        source: "FedSWE Table 2"
+        source: "FedSWE Table 2 (§7.2)"
         check: {greater: [mnist5k_sine/fedswe_k100, mnist5k_sine/fedavg_active]}
+        paper: {dataset: svhn, dynamics: sine}      # optional: the published cells to show beside ours
 
 A cell is "<experiment>/<algorithm>", or a mapping {cell: "<experiment>/<algorithm>", metric: ..., model: ...}.
 metric: test_acc (default), train_acc, consensus_error (each run's mean over its last `last_n` rounds) or
 snapshot_share (the share of FAST snapshot rounds, 1 − FAST's Ratio). model: local_mean (the mean of the clients'
 local copies, for algorithms that keep them) or global (the server model); by default the report's `model`.
 
-Checks (thresholds in the metric's own units, accuracies and shares as fractions):
-  greater: [a, b]                                mean(a) > mean(b)
-  recovers_gap: {method, low, high, fraction}    method − low ≥ fraction · (high − low), with high − low > 0
+Checks (thresholds and margins in the metric's own units, accuracies and shares as fractions); every comparison is
+of per-seed values paired by seed (fedavail.report.claims):
+  greater: [a, b]                                a > b
+  non_inferior: {method, reference, margin}      method > reference − margin ("competitive with"; margin 0.01)
+  recovers_gap: {method, low, high, fraction}    method − low > fraction · (high − low), with high − low > 0
   below: [a, threshold]  /  above: [a, threshold]
-  decreasing: [a, b, c, ...]                     each mean below the previous
+  decreasing: [a, b, c, ...]                     each below the previous
+  peak: {sweep: [a, b, ...], at: [c, ...]}       the best of the `at` cells (members of the sweep) beats every
+                                                 other cell of the sweep ("accuracy against k peaks near k = m")
   all_of: [check, check, ...]                    every one of them
+
+`paper` (optional): where the paper publishes the same comparison, the published cells' dataset, dynamics and (where
+it tells them apart) alpha, gamma; each compared cell is looked up by its algorithm's identity in the published values
+(fedavail/report/paper_values.csv), and the paper's own difference and spread are shown beside ours.
 """
 
 from fedavail.specs import REQUIRED, check_keys
 
-CLAIM_KEYS = {"claim": REQUIRED, "source": REQUIRED, "check": REQUIRED}
+CLAIM_KEYS = {"claim": REQUIRED, "source": REQUIRED, "check": REQUIRED, "paper": None}
+PAPER_KEYS = {"dataset": REQUIRED, "dynamics": REQUIRED, "alpha": None, "gamma": None}
 CELL_KEYS = {"cell": REQUIRED, "metric": None, "model": None}
 METRICS = ("test_acc", "train_acc", "consensus_error", "snapshot_share")
 MODELS = ("local_mean", "global")
-CHECKS = ("greater", "recovers_gap", "below", "above", "decreasing", "all_of")
+CHECKS = ("greater", "non_inferior", "recovers_gap", "below", "above", "decreasing", "peak", "all_of")
 GAP_KEYS = {"method": REQUIRED, "low": REQUIRED, "high": REQUIRED, "fraction": REQUIRED}
+NON_INFERIOR_KEYS = {"method": REQUIRED, "reference": REQUIRED, "margin": 0.01}
+PEAK_KEYS = {"sweep": REQUIRED, "at": REQUIRED}
 
 
 def parse_cell(cell, where: str) -> dict:
@@ -64,6 +76,49 @@ def _gap(args, where: str) -> dict:
     return {"kind": "recovers_gap", "cells": cells, "fraction": fraction}
 
 
+def _non_inferior(args, where: str) -> dict:
+    if not isinstance(args, dict):
+        raise ValueError(f"{where}: a mapping with {sorted(NON_INFERIOR_KEYS)}")
+    check_keys(args, NON_INFERIOR_KEYS, "key", where)
+    margin = _number(args.get("margin", NON_INFERIOR_KEYS["margin"]), f"{where}.margin")
+    if margin < 0:
+        raise ValueError(f"{where}.margin: >= 0, got {margin!r}")
+    cells = {role: parse_cell(args[role], f"{where}.{role}") for role in ("method", "reference")}
+    return {"kind": "non_inferior", "cells": cells, "margin": margin}
+
+
+def _peak(args, where: str) -> dict:
+    if not isinstance(args, dict):
+        raise ValueError(f"{where}: a mapping with {sorted(PEAK_KEYS)}")
+    check_keys(args, PEAK_KEYS, "key", where)
+    sweep, at = args["sweep"], args["at"]
+    if not isinstance(sweep, list) or len(sweep) < 2:
+        raise ValueError(f"{where}.sweep: a list of two or more cells")
+    if not isinstance(at, list) or not at:
+        raise ValueError(f"{where}.at: a non-empty list of cells of the sweep")
+    cells = [parse_cell(c, f"{where}.sweep[{i}]") for i, c in enumerate(sweep)]
+    peak = [parse_cell(c, f"{where}.at[{i}]") for i, c in enumerate(at)]
+    for i, cell in enumerate(peak):
+        if cell not in cells:
+            raise ValueError(f"{where}.at[{i}]: {at[i]!r} is not a cell of the sweep")
+    if len(peak) == len(cells):
+        raise ValueError(f"{where}.at: leaves no cell of the sweep to compare with")
+    return {"kind": "peak", "cells": {str(i): c for i, c in enumerate(cells)},
+            "at": [str(cells.index(c)) for c in peak]}
+
+
+def _paper(paper, where: str) -> dict | None:
+    if paper is None:
+        return None
+    if not isinstance(paper, dict):
+        raise ValueError(f"{where}: a mapping with {sorted(PAPER_KEYS)}")
+    check_keys(paper, PAPER_KEYS, "key", where)
+    for key in ("alpha", "gamma"):
+        if paper.get(key) is not None:
+            _number(paper[key], f"{where}.{key}")
+    return {key: paper.get(key) for key in PAPER_KEYS}
+
+
 def _threshold(kind: str, args, where: str) -> dict:
     if not isinstance(args, list) or len(args) != 2:
         raise ValueError(f"{where}: [cell, threshold]")
@@ -89,6 +144,10 @@ def parse_check(check, where: str) -> dict:
         return {"kind": kind, "parts": [parse_check(c, f"{where}[{i}]") for i, c in enumerate(args)]}
     if kind == "recovers_gap":
         return _gap(args, where)
+    if kind == "non_inferior":
+        return _non_inferior(args, where)
+    if kind == "peak":
+        return _peak(args, where)
     if kind in ("below", "above"):
         return _threshold(kind, args, where)
     return _ordered(kind, args, where)
@@ -107,7 +166,8 @@ def parse_claims(claims, where: str = "claims") -> list[dict]:
             if not isinstance(claim[key], str) or not claim[key].strip():
                 raise ValueError(f"{at}.{key}: a non-empty string")
         parsed.append({"claim": claim["claim"], "source": claim["source"],
-                       "check": parse_check(claim["check"], f"{at}.check")})
+                       "check": parse_check(claim["check"], f"{at}.check"),
+                       "paper": _paper(claim.get("paper"), f"{at}.paper")})
     return parsed
 
 

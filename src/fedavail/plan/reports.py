@@ -221,6 +221,22 @@ class FastRatio(Report):
 
 
 @dataclass(frozen=True)
+class FastQ(Report):
+    """Adaptive FAST: q_t and the accuracy signal it follows, per round and seed."""
+
+    SHAPE = "figure"
+
+    def check(self, config: dict) -> None:
+        super().check(config)
+        for experiment in self.experiments:
+            for algorithm in self.selected(config, experiment):
+                spec = config["algorithms"][algorithm]
+                if spec["algorithm"] != "fast" or spec.get("schedule") != "adaptive":
+                    raise ValueError(f"algorithms: {algorithm!r} (in {experiment!r}) is not adaptive FAST; list the "
+                                     "adaptive FAST algorithms under 'algorithms'")
+
+
+@dataclass(frozen=True)
 class Toy(Report):
     SHAPE = "figure"
 
@@ -270,9 +286,15 @@ class Claims(Report):
     claims: list = None
     last_n: int | None = None  # by default each experiment's training.last_n
     model: EvalModel = "local_mean"
+    plateau_window: float = 0.1  # share of a run's rounds in each window of the still-improving test (>= last_n)
+    plateau_tolerance: float = 0.005  # gain per window (accuracy fraction) above which a curve is still improving
     POSITIVE = ("last_n",)
 
     def check(self, config: dict) -> None:
+        if not 0 < self.plateau_window <= 0.5:
+            raise ValueError(f"plateau_window: a share of the rounds in (0, 0.5], got {self.plateau_window!r}")
+        if self.plateau_tolerance < 0:
+            raise ValueError(f"plateau_tolerance: >= 0, got {self.plateau_tolerance!r}")
         for i, claim in enumerate(parse_claims(self.claims)):
             for cell in check_cells(claim["check"]):
                 experiment, algorithm = cell["experiment"], cell["algorithm"]
@@ -285,7 +307,7 @@ class Claims(Report):
 
 KINDS = {"fedswe_table": FedsweTable, "sweep": Sweep, "rounds_to_target": RoundsToTarget, "fast_table": FastTable,
          "memory": Memory, "curves": Curves, "consensus": Consensus, "k_sweep": KSweep, "grid": Grid,
-         "fast_ratio": FastRatio, "toy_heterogeneity": ToyHeterogeneity, "toy_interpolation": ToyInterpolation,
+         "fast_ratio": FastRatio, "fast_q": FastQ, "toy_heterogeneity": ToyHeterogeneity, "toy_interpolation": ToyInterpolation,
          "claims": Claims}
 REQUIRED_KEYS = {"sweep": ("parameter",), "grid": ("x", "hue"), "claims": ("claims",)}
 

@@ -1,12 +1,24 @@
-"""The `claims` report kind evaluated on the runs: each claim (parsed by fedavail.plan.claims) gets our numbers and a
-verdict.
+"""The `claims` report kind evaluated on the runs: each claim (parsed by fedavail.plan.claims) gets our numbers, the
+paired statistics of every comparison it makes, the paper's own numbers where it publishes them, and a verdict.
 
-Verdict. Each comparison is a difference D that the claim says is positive, judged against the spread s = the
-largest standard deviation over seeds of the cells it involves: holds if D > s, fails if D < −s, otherwise "not
-resolved" (a difference within the seeds' spread is no verdict). With a single seed there is no spread: the verdict
-is the sign of D, marked "1 seed". A cell with a seed without a finite value (a diverged run, a metric the run does
-not log) leaves its claim not resolved; so does recovers_gap when high − low is not beyond the spread. all_of and
-decreasing hold when every part holds and fail when any part fails."""
+Evidence. Seeds pair runs: seed s gives every algorithm the same partition, availability trace and initial model, in
+every experiment, so a comparison is judged on its per-seed differences d_s (a − b for greater, method − reference
+for non_inferior, value − threshold for above, ...). Its 95% confidence interval is Student's t on those paired
+differences, mean ± t(0.975, n − 1) · sd / √n (sd with ddof 1, n pairs). The comparison holds when the interval lies
+entirely above its bound (0; −margin for non_inferior), fails when it lies entirely below, and is otherwise not
+resolved. With fewer than 3 pairs there is no verdict ("needs ≥ 3 seeds"): never a verdict from a sign. all_of,
+decreasing and peak hold when every part holds and fail when any part fails.
+
+Convergence. A claim about final accuracy (a cell with metric test_acc or train_acc) is not resolved while a cell it
+reads is still improving at the end of its run: per seed, the mean of its evaluated rounds in the last window minus
+the mean in the window before (window: the larger of the report's last_n and `plateau_window` × rounds), judged with
+the same interval: still improving when the interval lies entirely above `plateau_tolerance`.
+
+A cell with a seed without a finite value (a diverged run, a metric the run does not log) leaves its claim not
+resolved, and says which."""
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -17,39 +29,50 @@ from fedavail.report.render import TextTable
 from fedavail.report.tables import title
 
 HOLDS, FAILS, NOT_RESOLVED = "holds", "fails", "not resolved"
-VERDICT_RULE = ("A claim holds (fails) when the difference it states exceeds (falls below minus) the largest "
-                "standard deviation over seeds of the cells it involves; a difference within that spread is not "
-                "resolved. With one seed there is no spread and the verdict is the sign of the difference, marked "
-                "\"1 seed\".")
+CONFIDENCE = 0.95
+MIN_PAIRS = 3
+ACCURACY_METRICS = ("test_acc", "train_acc")
+VERDICT_RULE = ("Every comparison is of per-seed differences, paired by seed (a seed gives every algorithm the same "
+                "partition, trace and initial model); [low, high] is their 95% Student-t confidence interval over n "
+                "pairs. A comparison holds when the interval lies entirely on the claimed side of its bound (0, or "
+                "−margin for non-inferiority), fails when it lies entirely on the other side, and is otherwise not "
+                f"resolved; fewer than {MIN_PAIRS} pairs give no verdict. A claim about final accuracy is not "
+                "resolved while a cell it reads is still improving at the end of its run (its last window's mean "
+                "against the window before, same interval, beyond the plateau tolerance).")
 
 
-def _cell_values(frame: pd.DataFrame, job: dict, cell: dict) -> tuple:
-    """(per-seed values, rounds) of a cell."""
-    run = frame[(frame["experiment"] == cell["experiment"]) & (frame["algorithm"] == cell["algorithm"])]
-    rounds = int(job["experiments"][cell["experiment"]]["training"]["rounds"])
-    if cell["metric"] == "snapshot_share":
-        return 1.0 - tidy.arbitrary_ratio(run)["value"].to_numpy(float), rounds
-    metric, local = cell["metric"], f"{cell['metric']}_local_mean"
-    if (cell["model"] or job["report"]["model"]) == "local_mean" and local in run and run[local].notna().any():
-        metric = local
-    return tidy.window_mean(run, metric, job["report"]["last_n"])["value"].to_numpy(float), rounds
+@dataclass(frozen=True)
+class Interval:
+    """A paired mean difference and its confidence interval over `pairs` seeds (NaN bounds below 2 pairs)."""
+
+    mean: float
+    low: float
+    high: float
+    pairs: int
 
 
-def _stats(values) -> dict:
-    finite = values[np.isfinite(values)]
-    complete = len(finite) == len(values) and len(values) > 0
-    return {"mean": float(finite.mean()) if complete else float("nan"),
-            "std": float(finite.std(ddof=0)) if complete else float("nan"), "seeds": len(values)}
+def paired_interval(differences, confidence: float = CONFIDENCE) -> Interval:
+    """Student-t interval of the mean of per-seed differences."""
+    from scipy import stats
+
+    d = np.asarray(differences, dtype=float)
+    n = len(d)
+    mean = float(d.mean()) if n else math.nan
+    if n < 2:
+        return Interval(mean, math.nan, math.nan, n)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * float(d.std(ddof=1)) / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, n)
 
 
-def _judge(difference: float, spread: float) -> str:
-    if difference != difference or spread != spread:
-        return NOT_RESOLVED
-    if difference > spread:
-        return HOLDS
-    if difference < -spread:
-        return FAILS
-    return NOT_RESOLVED
+def judge(interval: Interval, bound: float = 0.0) -> tuple[str, str]:
+    """(verdict, reason) for the claim "the mean difference is above `bound`"."""
+    if interval.pairs < MIN_PAIRS:
+        return NOT_RESOLVED, f"needs ≥ {MIN_PAIRS} seeds"
+    if interval.low > bound:
+        return HOLDS, ""
+    if interval.high < bound:
+        return FAILS, ""
+    return NOT_RESOLVED, "the interval contains the bound"
 
 
 def _combine(verdicts: list[str]) -> str:
@@ -58,37 +81,92 @@ def _combine(verdicts: list[str]) -> str:
     return HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
 
 
-def _show(value: float, metric: str) -> str:
+def _show(value: float, metric: str, signed: bool = False) -> str:
     if value != value:
         return "—"
-    return f"{value:.3g}" if metric == "consensus_error" else f"{100 * value:.1f}"
+    text = f"{value:+.3g}" if signed else f"{value:.3g}"
+    if metric != "consensus_error":
+        text = f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
+    return text
 
 
 def _unit(metric: str) -> str:
     return "" if metric == "consensus_error" else " points"
 
 
-class _Evaluation:
-    """The numbers of one claim: every cell's statistics and every comparison's difference and spread."""
+def window_gain(run: pd.DataFrame, column: str, window: int) -> pd.Series:
+    """Per seed: mean of `column` over the evaluated rounds of the last `window` rounds minus its mean over the
+    `window` rounds before (NaN where either window has no evaluation)."""
+    rounds = run["rounds"]
+    last = run[column].where(run["round"] >= rounds - window)
+    before = run[column].where((run["round"] >= rounds - 2 * window) & (run["round"] < rounds - window))
+    return last.groupby(run["seed"]).mean() - before.groupby(run["seed"]).mean()
 
-    def __init__(self, frame, job):
-        self.frame, self.job = frame, job
-        self.cells, self.comparisons = {}, []  # cells by (experiment, algorithm, metric, model), lettered A, B, ...
+
+class _Evaluation:
+    """The numbers of one claim: every cell's per-seed values and every comparison's paired interval."""
+
+    def __init__(self, frame: pd.DataFrame, job: dict):
+        self.frame, self.job, self.report = frame, job, job["report"]
+        self.cells, self.comparisons, self.problems = {}, [], []  # cells by (experiment, algorithm, metric, model)
+
+    def _column(self, run: pd.DataFrame, cell: dict) -> str:
+        metric, local = cell["metric"], f"{cell['metric']}_local_mean"
+        if (cell["model"] or self.report["model"]) == "local_mean" and local in run and run[local].notna().any():
+            return local
+        return metric
 
     def cell(self, cell: dict) -> dict:
         key = (cell["experiment"], cell["algorithm"], cell["metric"], cell["model"])
-        if key not in self.cells:
-            values, rounds = _cell_values(self.frame, self.job, cell)
-            self.cells[key] = {**cell, **_stats(values), "rounds": rounds, "letter": chr(ord("A") + len(self.cells))}
-        return self.cells[key]
+        if key in self.cells:
+            return self.cells[key]
+        run = self.frame[(self.frame["experiment"] == cell["experiment"])
+                         & (self.frame["algorithm"] == cell["algorithm"])]
+        rounds = int(self.job["experiments"][cell["experiment"]]["training"]["rounds"])
+        if cell["metric"] == "snapshot_share":
+            per_run = tidy.arbitrary_ratio(run).assign(value=lambda v: 1.0 - v["value"])
+            column = None
+        else:
+            column = self._column(run, cell)
+            per_run = tidy.window_mean(run, column, self.report["last_n"])
+        values = per_run.set_index("seed")["value"].astype(float).sort_index()
+        entry = {**cell, "values": values, "rounds": rounds, "letter": chr(ord("A") + len(self.cells)),
+                 "identity": run["identity"].iloc[0] if len(run) else cell["algorithm"],
+                 "attributes": run.iloc[0] if len(run) else None}
+        entry["mean"], entry["std"] = float(values.mean()), float(values.std(ddof=0))
+        missing = values.index[~np.isfinite(values.to_numpy())].tolist()
+        if missing or values.empty:
+            self.problems.append(f"no value for seed {', '.join(map(str, missing)) or '—'} of {entry['letter']}")
+        if column is not None and cell["metric"] in ACCURACY_METRICS:
+            window = max(int(self.report["last_n"] or run["last_n"].iloc[0]),
+                         math.ceil(self.report["plateau_window"] * rounds))
+            gain = paired_interval(window_gain(run, column, window).dropna().to_numpy())
+            entry["gain"], entry["window"] = gain, window
+            if judge(gain, self.report["plateau_tolerance"])[0] == HOLDS:
+                self.problems.append(f"still improving at round {rounds} ({entry['letter']}: "
+                                     f"{_show(gain.mean, cell['metric'], True)} points over its last {window} "
+                                     f"rounds, [{_show(gain.low, cell['metric'], True)}, "
+                                     f"{_show(gain.high, cell['metric'], True)}])")
+        self.cells[key] = entry
+        return entry
 
-    def compare(self, difference: float, cells: list[dict], what: str, metric: str) -> str:
-        spread = max(c["std"] for c in cells)
-        seeds = min(c["seeds"] for c in cells)
-        verdict = _judge(difference, spread)
-        self.comparisons.append({"what": what, "difference": difference, "spread": spread, "seeds": seeds,
-                                 "metric": metric, "verdict": verdict})
+    def compare(self, differences: pd.Series, what: str, metric: str, bound: float = 0.0) -> str:
+        finite = differences[np.isfinite(differences.to_numpy(dtype=float))]
+        interval = paired_interval(finite.to_numpy())
+        verdict, reason = judge(interval, bound)
+        self.comparisons.append({"what": what, "interval": interval, "bound": bound, "metric": metric,
+                                 "verdict": verdict, "reason": reason})
         return verdict
+
+    @staticmethod
+    def _aligned(*cells: dict) -> list[pd.Series]:
+        """The cells' per-seed values on their common seeds (pairing across experiments too)."""
+        joined = pd.concat([c["values"] for c in cells], axis=1, join="inner")
+        return [joined.iloc[:, i] for i in range(len(cells))]
+
+    def _difference(self, a: dict, b: dict, bound: float = 0.0, note: str = "") -> str:
+        x, y = self._aligned(a, b)
+        return self.compare(x - y, f"{a['letter']} − {b['letter']}{note}", a["metric"], bound)
 
     def run(self, check: dict) -> str:
         kind = check["kind"]
@@ -96,31 +174,42 @@ class _Evaluation:
             return _combine([self.run(part) for part in check["parts"]])
         cells = {role: self.cell(c) for role, c in check["cells"].items()}
         if kind == "greater":
-            a, b = cells["0"], cells["1"]
-            return self.compare(a["mean"] - b["mean"], [a, b], f"{a['letter']} − {b['letter']}", a["metric"])
+            return self._difference(cells["0"], cells["1"])
+        if kind == "non_inferior":
+            margin = check["margin"]
+            note = f" (margin {_show(margin, cells['method']['metric'])}{_unit(cells['method']['metric'])})"
+            return self._difference(cells["method"], cells["reference"], -margin, note)
         if kind == "decreasing":
             ordered = [cells[str(i)] for i in range(len(cells))]
-            return _combine([self.compare(a["mean"] - b["mean"], [a, b], f"{a['letter']} − {b['letter']}",
-                                          a["metric"]) for a, b in zip(ordered, ordered[1:])])
+            return _combine([self._difference(a, b) for a, b in zip(ordered, ordered[1:])])
+        if kind == "peak":
+            peak = [cells[i] for i in check["at"]]
+            others = [c for i, c in cells.items() if i not in check["at"]]
+            verdicts = []
+            for other in others:
+                *tops, rest = self._aligned(*peak, other)
+                best = pd.concat(tops, axis=1).max(axis=1)
+                name = peak[0]["letter"] if len(peak) == 1 else f"max({', '.join(p['letter'] for p in peak)})"
+                verdicts.append(self.compare(best - rest, f"{name} − {other['letter']}", other["metric"]))
+            return _combine(verdicts)
         if kind in ("below", "above"):
             value = cells["value"]
-            threshold = _show(check["threshold"], value["metric"])
+            threshold = check["threshold"]
+            shown = _show(threshold, value["metric"])
             if kind == "above":
-                return self.compare(value["mean"] - check["threshold"], [value], f"{value['letter']} − {threshold}",
-                                    value["metric"])
-            return self.compare(check["threshold"] - value["mean"], [value], f"{threshold} − {value['letter']}",
-                                value["metric"])
-        method, low, high = cells["method"], cells["low"], cells["high"]
-        parts = [method, low, high]
-        gap = high["mean"] - low["mean"]
-        gap_verdict = self.compare(gap, parts, f"gap {high['letter']} − {low['letter']}", low["metric"])
-        share = (method["mean"] - low["mean"]) / gap if gap == gap and gap != 0 else float("nan")
+                return self.compare(value["values"] - threshold, f"{value['letter']} − {shown}", value["metric"])
+            return self.compare(threshold - value["values"], f"{shown} − {value['letter']}", value["metric"])
+        method, low, high = self._aligned(cells["method"], cells["low"], cells["high"])
+        letters = {role: cells[role]["letter"] for role in ("method", "low", "high")}
+        metric = cells["low"]["metric"]
+        gap = self.compare(high - low, f"gap {letters['high']} − {letters['low']}", metric)
+        fraction = check["fraction"]
+        recovered = self.compare(method - low - fraction * (high - low),
+                                 f"{letters['method']} − {letters['low']} − {fraction:g} × gap", metric)
+        share = (method - low).mean() / (high - low).mean() if len(high) and (high - low).mean() else math.nan
         self.comparisons[-1]["recovered_share"] = share
-        fraction = f"{check['fraction']:g}"
-        recovered = self.compare(method["mean"] - low["mean"] - check["fraction"] * gap, parts,
-                                 f"{method['letter']} − {low['letter']} − {fraction} × gap", low["metric"])
-        # Without a gap beyond the spread there is nothing to recover: the claim is not resolved.
-        return recovered if gap_verdict == HOLDS else NOT_RESOLVED
+        # Without a gap that holds there is nothing to recover: the claim is not resolved.
+        return recovered if gap == HOLDS else NOT_RESOLVED
 
     def name(self, cell: dict) -> str:
         metric = "" if cell["metric"] == "test_acc" else f" {cell['metric']}"
@@ -131,38 +220,95 @@ class _Evaluation:
     def numbers(self) -> str:
         shown = []
         for c in self.cells.values():
-            mean, std = _show(c["mean"], c["metric"]), _show(c["std"], c["metric"])
-            shown.append(f"{c['letter']} = {self.name(c)}: {mean} ± {std} ({c['seeds']} seed{'s' * (c['seeds'] != 1)}, "
-                         f"{c['rounds']} rounds)")
+            seeds = len(c["values"])
+            shown.append(f"{c['letter']} = {self.name(c)}: {_show(c['mean'], c['metric'])} ± "
+                         f"{_show(c['std'], c['metric'])} ({seeds} seed{'s' * (seeds != 1)}, {c['rounds']} rounds)")
+        return "; ".join(shown)
+
+    def intervals(self) -> str:
+        shown = []
         for comparison in self.comparisons:
-            metric = comparison["metric"]
-            difference = comparison["difference"]
-            sign = "+" if difference == difference and difference >= 0 else ""
-            text = f"{comparison['what']} = {sign}{_show(difference, metric)}{_unit(metric)}"
-            if comparison["seeds"] > 1:
-                text += f" (spread {_show(comparison['spread'], metric)})"
-            if "recovered_share" in comparison and comparison["recovered_share"] == comparison["recovered_share"]:
-                text += f", {100 * comparison['recovered_share']:.0f}% of it recovered"
+            metric, interval = comparison["metric"], comparison["interval"]
+            text = f"{comparison['what']} = {_show(interval.mean, metric, True)}{_unit(metric)}"
+            if interval.pairs >= 2:
+                text += f" [{_show(interval.low, metric, True)}, {_show(interval.high, metric, True)}]"
+            text += f", n = {interval.pairs}"
+            share = comparison.get("recovered_share", math.nan)
+            if share == share:
+                text += f", {100 * share:.0f}% of the gap recovered"
             shown.append(text)
         return "; ".join(shown)
 
+    def verdict(self, claim: dict) -> tuple[str, str]:
+        verdict = self.run(claim["check"])
+        if self.problems:
+            return NOT_RESOLVED, "; ".join(self.problems)
+        if verdict != NOT_RESOLVED:
+            return verdict, ""
+        reasons = [c["reason"] for c in self.comparisons if c["verdict"] == NOT_RESOLVED and c["reason"]]
+        return NOT_RESOLVED, next((r for r in reasons if r.startswith("needs")), reasons[0] if reasons else "")
+
+    def paper(self, claim: dict, published: pd.DataFrame) -> str:
+        """The paper's own difference for a two-cell comparison, where it publishes both cells."""
+        check = claim["check"]
+        if check["kind"] not in ("greater", "non_inferior"):
+            return "—"
+        roles = ("0", "1") if check["kind"] == "greater" else ("method", "reference")
+        cells = [self.cells[tuple(check["cells"][role][k] for k in ("experiment", "algorithm", "metric", "model"))]
+                 for role in roles]
+        where = claim["paper"] or _own_attributes(cells[0]["attributes"])
+        rows = [_published(published, where, cell["identity"], cell["metric"]) for cell in cells]
+        if any(row is None for row in rows):
+            return "—"
+        a, b = rows
+        difference = a["mean"] - b["mean"]
+        within = "within" if abs(difference) <= max(a["std"], b["std"]) else "beyond"
+        return (f"{a['source']} ({where['dataset']}, {where['dynamics']}): {a['mean']:.1f} ± {a['std']:.1f} vs "
+                f"{b['mean']:.1f} ± {b['std']:.1f}, difference {difference:+.1f} points, {within} its larger std")
+
+
+def _own_attributes(attributes) -> dict:
+    if attributes is None:
+        return {"dataset": None, "dynamics": None, "alpha": None, "gamma": None}
+    return {key: attributes.get(key) for key in ("dataset", "dynamics", "alpha", "gamma")}
+
+
+def _close(published, wanted) -> bool:
+    return wanted is None or pd.isna(wanted) or pd.isna(published) or np.isclose(float(published), float(wanted))
+
+
+def _published(published: pd.DataFrame, where: dict, identity: str, metric: str):
+    rows = published[(published["dataset"] == where["dataset"]) & (published["dynamics"] == where["dynamics"])
+                     & (published["algorithm"] == identity) & (published["metric"] == metric)]
+    for row in rows.to_dict("records"):
+        if _close(row["alpha"], where.get("alpha")) and _close(row["gamma"], where.get("gamma")):
+            if not (pd.isna(row["mean"]) or pd.isna(row["std"])):
+                return row
+    return None
+
 
 def claims_table(job: dict, frame: pd.DataFrame) -> tuple:
-    """claim | source | our numbers | verdict, one row per claim, and the same as CSV rows."""
-    description = ("Each paper claim checked on our runs: the numbers are mean ± std over seeds of each cell "
-                   "(accuracies in %, over each run's last evaluated rounds), then the difference the claim is "
-                   f"about. {VERDICT_RULE}")
-    table = TextTable(title(job), description, ["claim", "source", "our numbers", "verdict"])
+    """claim | source | our numbers | paired differences | paper | verdict, one row per claim, and the CSV rows."""
+    from fedavail.report.compare import paper_values
+
+    description = ("Each paper claim checked on our runs: mean ± std over seeds of every cell (accuracies in %, "
+                   "each run's mean over its last evaluated rounds), then each comparison's paired difference "
+                   f"[95% CI], n pairs; where the paper publishes the same cells, its own numbers. {VERDICT_RULE}")
+    table = TextTable(title(job), description,
+                      ["claim", "source", "our numbers", "paired differences [95% CI]", "paper", "verdict"])
+    published = paper_values()
     records = []
     for claim in parse_claims(job["report"]["claims"]):
         evaluation = _Evaluation(frame, job)
-        verdict = evaluation.run(claim["check"])
-        single = bool(evaluation.cells) and max(c["seeds"] for c in evaluation.cells.values()) == 1
-        shown = f"{verdict} (1 seed)" if single and verdict != NOT_RESOLVED else verdict
-        numbers = evaluation.numbers()
-        table.rows.append([claim["claim"], claim["source"], numbers, shown])
-        records.append({"claim": claim["claim"], "source": claim["source"], "verdict": verdict,
-                        "single_seed": single, "numbers": numbers,
-                        "differences": ";".join(f"{c['difference']:.6g}" for c in evaluation.comparisons),
-                        "spreads": ";".join(f"{c['spread']:.6g}" for c in evaluation.comparisons)})
+        verdict, reason = evaluation.verdict(claim)
+        shown = f"{verdict}: {reason}" if reason else verdict
+        numbers, intervals, paper = evaluation.numbers(), evaluation.intervals(), evaluation.paper(claim, published)
+        table.rows.append([claim["claim"], claim["source"], numbers, intervals, paper, shown])
+        comparisons = evaluation.comparisons
+        records.append({"claim": claim["claim"], "source": claim["source"], "verdict": verdict, "reason": reason,
+                        "numbers": numbers, "intervals": intervals, "paper": paper,
+                        "differences": ";".join(f"{c['interval'].mean:.6g}" for c in comparisons),
+                        "lows": ";".join(f"{c['interval'].low:.6g}" for c in comparisons),
+                        "highs": ";".join(f"{c['interval'].high:.6g}" for c in comparisons),
+                        "pairs": ";".join(str(c["interval"].pairs) for c in comparisons)})
     return table, pd.DataFrame(records)

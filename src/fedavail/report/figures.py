@@ -173,6 +173,31 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
     return fig, data
 
 
+def fast_q(job: dict, frame: pd.DataFrame):
+    """Adaptive FAST: q_t (top) and its signal acc_t (bottom) against the round, one line per seed (a mean over seeds
+    would hide a seed whose q never leaves 0), snapshot rounds marked, one column per experiment."""
+    _, sns = _plt()
+    s = job["report"]
+    columns = [c for c in ("q", "q_signal", "snapshot") if c in frame]
+    data = frame[[*tidy.RUN, "label", "round", *columns]].reset_index(drop=True)
+    fig, axes = _panels(len(s["experiments"]), rows=2, height=3.0)
+    for column, experiment in enumerate(s["experiments"]):
+        part = data[data["experiment"] == experiment].assign(signal=lambda d: 100 * d.get("q_signal", np.nan),
+                                                            seed=lambda d: d["seed"].astype(str))
+        top, bottom = axes[0][column], axes[1][column]
+        if len(part):
+            sns.lineplot(data=part, x="round", y="q", hue="label", style="seed", ax=top, lw=1.0, estimator=None)
+            sns.lineplot(data=part, x="round", y="signal", hue="label", style="seed", ax=bottom, lw=0.8,
+                         estimator=None, legend=False)
+            shots = part[part["snapshot"] == 1] if "snapshot" in part else part.iloc[0:0]
+            top.scatter(shots["round"], shots["q"], marker="x", s=14, color="black", zorder=3, label="snapshot round")
+            top.legend(fontsize=7, loc="best")
+        top.set(title=_experiment_title(frame, experiment), xlabel="", ylabel="q_t (snapshot probability)")
+        bottom.set(xlabel="round", ylabel="acc_t: participants' local train accuracy (%)")
+    fig.suptitle(title(job))
+    return fig, data
+
+
 def experiment_figure(job: dict, frame: pd.DataFrame):
     """An experiment's test accuracy against the round per algorithm, mean over seeds ± one std; an algorithm with
     diverged runs is labelled "† diverged: seed s at round r"."""
@@ -247,4 +272,4 @@ def toy_interpolation(job: dict, frame=None):
 
 
 FIGURE_BUILDERS = {"curves": curves, "consensus": curves, "k_sweep": k_sweep, "grid": grid, "fast_ratio": fast_ratio,
-                   "toy_heterogeneity": toy_heterogeneity, "toy_interpolation": toy_interpolation}
+                   "fast_q": fast_q, "toy_heterogeneity": toy_heterogeneity, "toy_interpolation": toy_interpolation}

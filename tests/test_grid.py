@@ -2,6 +2,7 @@
 expand to exactly the runs they had when written out by hand, and every malformed grid is an error naming its key."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,39 @@ def test_algorithm_sets_nest_and_expand_in_experiments_and_reports():
     assert "algorithm_sets" not in config
     assert config["experiments"] == {"x": {"algorithms": ["a", "b", "c"]}, "y": {"algorithms": ["d", "a", "b"]}}
     assert config["reports"]["r"]["algorithms"] == ["c", "a", "b"]
+
+
+def test_claim_grids_and_all_of_grids_expand_into_plain_claims():
+    claims = [
+        {"claim": "k = 100 beats the others ({data})", "source": "Table 2", "grid": {"data": ["svhn", "cifar10"]},
+         "check": {"all_of": {"grid": {"other": ["a", "b"]}, "check": {"greater": ["{data}/k100", "{data}/{other}"]}}},
+         "paper": {"dataset": "{data}", "dynamics": "sine"}},
+        {"claim": "as written: α ∈ {0.05, 1.0}", "source": "Table 9",
+         "check": {"all_of": {"grid": {"e": ["x", "y"]}, "check": {"greater": ["{e}/a", "{e}/b"]}}}},
+    ]
+    config = expand({"reports": {"c": {"kind": "claims", "claims": claims}}})
+    assert config["reports"]["c"]["claims"] == [
+        {"claim": "k = 100 beats the others (svhn)", "source": "Table 2",
+         "check": {"all_of": [{"greater": ["svhn/k100", "svhn/a"]}, {"greater": ["svhn/k100", "svhn/b"]}]},
+         "paper": {"dataset": "svhn", "dynamics": "sine"}},
+        {"claim": "k = 100 beats the others (cifar10)", "source": "Table 2",
+         "check": {"all_of": [{"greater": ["cifar10/k100", "cifar10/a"]}, {"greater": ["cifar10/k100", "cifar10/b"]}]},
+         "paper": {"dataset": "cifar10", "dynamics": "sine"}},
+        {"claim": "as written: α ∈ {0.05, 1.0}", "source": "Table 9",
+         "check": {"all_of": [{"greater": ["x/a", "x/b"]}, {"greater": ["y/a", "y/b"]}]}},
+    ]
+
+
+@pytest.mark.parametrize("claim, message", [
+    ({"claim": "{x}", "grid": {"x": [1]}, "check": {"all_of": {"grid": {"x": [2]}, "check": {}}}},
+     "reports.c.claims[0].check.all_of.grid: axis 'x' is already an axis of the enclosing grid"),
+    ({"claim": "{y}", "grid": {"x": [1]}, "check": {}}, "reports.c.claims[0].claim: '{y}' uses {y}"),
+    ({"claim": "c", "check": {"all_of": {"grid": {"x": [1]}}}},
+     "reports.c.claims[0].check.all_of: a list of checks, or a mapping with `grid` and `check`"),
+])
+def test_malformed_claim_grids_name_the_key(claim, message):
+    with pytest.raises(fc.ConfigError, match=re.escape(message)):
+        expand({"reports": {"c": {"kind": "claims", "claims": [claim]}}})
 
 
 def test_report_experiments_take_patterns_and_exclusions_in_config_order():

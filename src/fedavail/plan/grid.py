@@ -10,6 +10,9 @@ downstream sees them (docs/configuration.md, "Grids").
   may name a set, or be a set's name.
 - A report's `experiments:` list may hold glob patterns (`fmnist_*`: the matching experiments in config order) and
   exclusions (`!*_uniform`: drop the matches so far).
+- A claim of a `claims` report with a `grid:` stands for one claim per cell (`{axis}` filled in its text, source,
+  check and paper); a check `all_of: {grid: {...}, check: ...}` stands for the list of that check over its cells
+  (inside a claim grid, both grids' axes fill it). Strings of claims without a grid are left as written.
 """
 
 import itertools
@@ -43,8 +46,8 @@ def expand(config: dict) -> dict:
                                    for name, entry in experiments.items()}
     if isinstance(expanded.get("reports"), dict):
         expanded["reports"] = {
-            name: _with_patterns(f"reports.{name}", _with_sets(f"reports.{name}", report, sets, algorithms),
-                                 list(experiments or {}))
+            name: _with_claims(f"reports.{name}", _with_patterns(
+                f"reports.{name}", _with_sets(f"reports.{name}", report, sets, algorithms), list(experiments or {})))
             for name, report in expanded["reports"].items()}
     return expanded
 
@@ -86,15 +89,59 @@ def _cells(key: str, template: str, entry) -> list[tuple[str, dict]]:
         if field not in axes:
             raise ConfigError(f"{key}: the name uses {{{field}}}, which is not an axis of its grid "
                               f"(axes: {sorted(axes)})")
+    return [(_format(key, template, values), _substitute(key, cell, values))
+            for values, cell in _combinations(key, entry)]
+
+
+def _combinations(key: str, entry: dict, outer: dict | None = None) -> list[tuple[dict, dict]]:
+    """(axis values, the entry without `grid` with the cell's overrides merged in) for every cell of its grid; the
+    values extend `outer` (an enclosing grid's)."""
+    if not isinstance(entry.get("grid"), dict) or not entry["grid"]:
+        raise ConfigError(f"{key}.grid: a non-empty mapping of axes")
+    axes = {axis: _axis_values(f"{key}.grid.{axis}", values) for axis, values in entry["grid"].items()}
+    clash = sorted(set(axes) & set(outer or {}))
+    if clash:
+        raise ConfigError(f"{key}.grid: axis {clash[0]!r} is already an axis of the enclosing grid")
     base = {k: v for k, v in entry.items() if k != "grid"}
     cells = []
     for combination in itertools.product(*axes.values()):
-        values = {axis: value for axis, (value, _) in zip(axes, combination)}
+        values = {**(outer or {}), **{axis: value for axis, (value, _) in zip(axes, combination)}}
         cell = base
         for _, overrides in combination:
             cell = merge(cell, overrides)
-        cells.append((_format(key, template, values), _substitute(key, cell, values)))
+        cells.append((values, cell))
     return cells
+
+
+def _with_claims(key: str, report):
+    if not isinstance(report, dict) or report.get("kind") != "claims" or not isinstance(report.get("claims"), list):
+        return report
+    claims = []
+    for i, claim in enumerate(report["claims"]):
+        at = f"{key}.claims[{i}]"
+        if isinstance(claim, dict) and "grid" in claim:
+            claims += [_fill_claim(at, cell, values) for values, cell in _combinations(at, claim)]
+        else:
+            claims.append(_fill_claim(at, claim, None))
+    return {**report, "claims": claims}
+
+
+def _fill_claim(key: str, value, values: dict | None):
+    """`value` with `{axis}` filled from `values` (None: strings kept as written) and `all_of` grids expanded."""
+    if isinstance(value, dict):
+        if set(value) == {"all_of"} and isinstance(value["all_of"], dict):
+            inner = value["all_of"]
+            where = f"{key}.all_of"
+            if set(inner) != {"grid", "check"}:
+                raise ConfigError(f"{where}: a list of checks, or a mapping with `grid` and `check`")
+            return {"all_of": [_fill_claim(f"{where}.check", cell["check"], cell_values)
+                               for cell_values, cell in _combinations(where, inner, values)]}
+        return {k: _fill_claim(f"{key}.{k}", v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill_claim(f"{key}[{i}]", v, values) for i, v in enumerate(value)]
+    if values is None or not isinstance(value, str):
+        return value
+    return _substitute(key, value, values)
 
 
 def _axis_values(key: str, values) -> list[tuple[object, dict]]:

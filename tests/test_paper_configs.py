@@ -19,12 +19,12 @@ from workflow_helpers import REPO, copy_workflow, snakemake
 EXPECTED = {
     "fedswe": {"download": 3, "prepare_paper_dataset": 3, "partition": 7 * 3, "trace": 33 * 3,
                # Table 2: 9 x 10, Tables 8/9: 4 x 7, §7.1: 4 x 12, Fig. 3: 16 x 1; three seeds
-               "train": (90 + 28 + 48 + 16) * 3, "report_experiment": 33, "report_table": 5,
+               "train": (90 + 28 + 48 + 16) * 3, "report_experiment": 33, "report_table": 6,
                "report_paper": 4, "report_figure": 10, "report_runs": 1, "all": 1},
     "fast": {"download": 3, "prepare_paper_dataset": 3, "partition": 9 * 3, "trace": 8 * 3,
              # Fashion-MNIST 4 x 3 + 12 x 14 + 3 x 7 (λ ablation), CIFAR-10 4 x 3 + 12 x 14, Shakespeare 3 + 3 x 14
-             "train": (201 + 180 + 45) * 3, "report_experiment": 36, "report_table": 10, "report_paper": 9,
-             "report_figure": 3, "report_runs": 1, "all": 1},
+             "train": (201 + 180 + 45) * 3, "report_experiment": 36, "report_table": 11, "report_paper": 9,
+             "report_figure": 4, "report_runs": 1, "all": 1},
     "shakespeare": {"prepare_bundled_dataset": 1, "partition": 1, "trace": 2, "train": 4, "report_experiment": 2,
                     "report_table": 2, "report_paper": 1, "report_figure": 2, "report_runs": 1, "all": 1},
 }

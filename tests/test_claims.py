@@ -124,6 +124,15 @@ def test_recovers_gap_below_above_decreasing_peak_and_all_of(tmp_path):
     assert "max(A, C) − B" in frame["intervals"][8]
 
 
+def test_a_cell_is_named_by_the_model_it_was_scored_on(tmp_path):
+    frame, _ = _verdicts(tmp_path, [{"greater": [{"cell": "gamma/swe", "model": "local_mean"},
+                                                 {"cell": "gamma/avg", "model": "local_mean"}]},
+                                    {"greater": [{"cell": "gamma/swe", "model": "global"}, "gamma/avg"]}])
+    assert "A = FedSWE (k = 100), mean of local copies @ gamma: 80.6" in frame["numbers"][0]
+    assert "B = FedAvg over active, server model (it keeps no local copies) @ gamma" in frame["numbers"][0]
+    assert "A = FedSWE (k = 100), server model @ gamma: 70.6" in frame["numbers"][1]
+
+
 def test_fewer_than_three_seeds_give_no_verdict(tmp_path):
     frame, table = _verdicts(tmp_path, [{"greater": ["gamma/ada", "gamma/avg"]}], seeds=(0, 1))
     assert frame["verdict"].tolist() == ["not resolved"] and frame["reason"][0] == "needs ≥ 3 seeds"

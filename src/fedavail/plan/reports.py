@@ -286,7 +286,7 @@ class Claims(Report):
     claims: list = None
     last_n: int | None = None  # by default each experiment's training.last_n
     model: EvalModel = "local_mean"
-    plateau_window: float = 0.1  # share of a run's rounds in each window of the still-improving test (>= last_n)
+    plateau_window: float = 0.2  # share of a run's rounds in each window of the still-improving test (>= last_n)
     plateau_tolerance: float = 0.005  # gain per window (accuracy fraction) above which a curve is still improving
     POSITIVE = ("last_n",)
 

@@ -131,7 +131,7 @@ class _Evaluation:
             per_run = tidy.window_mean(run, column, self.report["last_n"])
         values = per_run.set_index("seed")["value"].astype(float).sort_index()
         entry = {**cell, "values": values, "rounds": rounds, "letter": chr(ord("A") + len(self.cells)),
-                 "identity": run["identity"].iloc[0] if len(run) else cell["algorithm"],
+                 "column": column, "identity": run["identity"].iloc[0] if len(run) else cell["algorithm"],
                  "attributes": run.iloc[0] if len(run) else None}
         entry["mean"], entry["std"] = float(values.mean()), float(values.std(ddof=0))
         missing = values.index[~np.isfinite(values.to_numpy())].tolist()
@@ -212,8 +212,15 @@ class _Evaluation:
         return recovered if gap == HOLDS else NOT_RESOLVED
 
     def name(self, cell: dict) -> str:
+        """The cell's algorithm, the model it was scored on (as read: an algorithm without local copies is scored on
+        its server model whatever the cell asks) and the experiment."""
         metric = "" if cell["metric"] == "test_acc" else f" {cell['metric']}"
-        model = {"global": ", server model", "local_mean": ", mean of local copies", None: ""}[cell["model"]]
+        if cell["column"] is not None and cell["column"].endswith("_local_mean"):
+            model = ", mean of local copies"
+        elif cell["model"] == "local_mean":
+            model = ", server model (it keeps no local copies)"
+        else:
+            model = ", server model" if cell["model"] == "global" else ""
         label = self.frame.loc[self.frame["algorithm"] == cell["algorithm"], "label"].iloc[0]
         return f"{label}{model}{metric} @ {cell['experiment']}"
 

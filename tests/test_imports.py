@@ -83,4 +83,4 @@ def test_training_sources_are_what_training_reads_of_the_plan_layer():
     sources = {Path(path).relative_to(PACKAGE).as_posix() for path in fc.training_sources()}
     for module in ("plan/reports.py", "plan/grid.py", "plan/docs.py", "plan/config.py", "plan/claims.py"):
         assert module not in sources
-    assert {"plan/local.py", "plan/algorithms.py", "plan/options.py"} <= sources
+    assert {"plan/local.py", "plan/algorithms.py", "plan/options.py", "plan/experiments.py"} <= sources

@@ -180,7 +180,7 @@ def fast_q(job: dict, frame: pd.DataFrame):
     s = job["report"]
     columns = [c for c in ("q", "q_signal", "snapshot") if c in frame]
     data = frame[[*tidy.RUN, "label", "round", *columns]].reset_index(drop=True)
-    fig, axes = _panels(len(s["experiments"]), rows=2, height=3.0)
+    fig, axes = _panels(len(s["experiments"]), width=7.5, rows=2, height=3.0)
     for column, experiment in enumerate(s["experiments"]):
         part = data[data["experiment"] == experiment].assign(signal=lambda d: 100 * d.get("q_signal", np.nan),
                                                             seed=lambda d: d["seed"].astype(str))
@@ -191,10 +191,10 @@ def fast_q(job: dict, frame: pd.DataFrame):
                          estimator=None, legend=False)
             shots = part[part["snapshot"] == 1] if "snapshot" in part else part.iloc[0:0]
             top.scatter(shots["round"], shots["q"], marker="x", s=14, color="black", zorder=3, label="snapshot round")
-            top.legend(fontsize=7, loc="best")
-        top.set(title=_experiment_title(frame, experiment), xlabel="", ylabel="q_t (snapshot probability)")
-        bottom.set(xlabel="round", ylabel="acc_t: participants' local train accuracy (%)")
-    fig.suptitle(title(job))
+            top.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        top.set(title=_experiment_title(frame, experiment), xlabel="", ylabel="q_t")
+        bottom.set(xlabel="round", ylabel="acc_t (%)")
+    fig.suptitle(title(job), wrap=True)
     return fig, data
 
 

@@ -280,15 +280,17 @@ def _own_attributes(attributes) -> dict:
     return {key: attributes.get(key) for key in ("dataset", "dynamics", "alpha", "gamma")}
 
 
-def _close(published, wanted) -> bool:
-    return wanted is None or pd.isna(wanted) or pd.isna(published) or np.isclose(float(published), float(wanted))
-
-
 def _published(published: pd.DataFrame, where: dict, identity: str, metric: str):
+    """The first published row of this cell; α and γ are matched where both the paper and `where` give them."""
+    from fedavail.report.compare import numbers_close
+
+    def matches(paper_value, wanted) -> bool:
+        return pd.isna(paper_value) or wanted is None or pd.isna(wanted) or numbers_close(paper_value, wanted)
+
     rows = published[(published["dataset"] == where["dataset"]) & (published["dynamics"] == where["dynamics"])
                      & (published["algorithm"] == identity) & (published["metric"] == metric)]
     for row in rows.to_dict("records"):
-        if _close(row["alpha"], where.get("alpha")) and _close(row["gamma"], where.get("gamma")):
+        if matches(row["alpha"], where.get("alpha")) and matches(row["gamma"], where.get("gamma")):
             if not (pd.isna(row["mean"]) or pd.isna(row["std"])):
                 return row
     return None

@@ -26,7 +26,8 @@ def paper_values() -> pd.DataFrame:
         return pd.read_csv(handle)
 
 
-def _close(a, b) -> bool:
+def numbers_close(a, b) -> bool:
+    """Both given (not None, not NaN) and equal up to float rounding."""
     return a is not None and b is not None and not pd.isna(a) and not pd.isna(b) and np.isclose(float(a), float(b))
 
 
@@ -43,8 +44,8 @@ def compare(ours: pd.DataFrame, sources, paper: pd.DataFrame | None = None) -> p
         candidates = paper[(paper["dataset"] == cell.dataset) & (paper["dynamics"] == cell.dynamics)
                            & (paper["algorithm"] == cell.identity) & (paper["metric"] == cell.metric)]
         matches = [p for p in candidates.itertuples(index=False)
-                   if (pd.isna(p.alpha) or _close(p.alpha, cell.alpha))
-                   and (pd.isna(p.gamma) or _close(p.gamma, cell.gamma))]
+                   if (pd.isna(p.alpha) or numbers_close(p.alpha, cell.alpha))
+                   and (pd.isna(p.gamma) or numbers_close(p.gamma, cell.gamma))]
         if not matches:
             continue
         p = min(matches, key=lambda r: order[r.source])

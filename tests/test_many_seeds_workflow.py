@@ -1,5 +1,8 @@
 """execution.seeds_per_job: all on config/test.yaml: one Snakemake job per experiment x algorithm writes the same
-per-seed files as the default per-run jobs, and adding a seed reruns those jobs without changing finished seeds."""
+per-seed files as the default per-run jobs, adding a seed reruns those jobs without changing finished seeds, and
+switching back to one job per run retrains nothing."""
+
+import shutil
 
 import pytest
 import yaml
@@ -27,6 +30,21 @@ def seeds_run(tmp_path_factory):
 def test_one_job_per_algorithm_writes_what_the_per_run_jobs_write(seeds_run):
     assert_same_results(seeds_run, finished_run())
     assert planned_jobs(seeds_run, "--configfile", "config/test.yaml") == set()
+
+
+def test_switching_to_one_job_per_run_restores_every_run_from_its_record(seeds_run, tmp_path):
+    """Snakemake reruns the jobs (a job of all seeds reads every seed's partition and trace, so its inputs are not
+    a one-seed job's), and each restores its finished seed from the record instead of training it again."""
+    workdir = tmp_path / "switched"
+    shutil.copytree(seeds_run, workdir, symlinks=True)
+    _edit_config(workdir, lambda c: c["execution"].update(seeds_per_job=1))
+    snakemake(workdir, "--cores", "2", "--configfile", "config/test.yaml")
+    for algorithm in ALGORITHMS:
+        for seed in (0, 1):
+            log = (workdir / f"logs/train/tiny/{algorithm}/seed{seed}.log").read_text()
+            assert "outputs rewritten from" in log and "start: fresh" not in log, log
+    assert_same_results(workdir, finished_run())
+    assert planned_jobs(workdir, "--configfile", "config/test.yaml") == set()
 
 
 def test_a_new_seed_reruns_the_multi_seed_jobs_and_keeps_the_finished_seeds_files(seeds_run):

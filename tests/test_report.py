@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 import fedavail.config as fc
+from fedavail.integrity import seal_summary
 from fedavail.plan import captions, reports
 from fedavail.report import build, compare, labels, render, tables
 from fedavail.report import frame as tidy
@@ -40,7 +41,7 @@ def write_run(root, experiment, algorithm, seed, test, train=None, rounds=ROUNDS
     summary = {"experiment": experiment, "algorithm_id": algorithm, "seed": seed, "diverged_at": diverged_at,
                "state_bytes": state_bytes, "dimension": 1000, "wall_seconds": 2.0, "peak_memory_bytes": 2**20,
                "rounds_completed": stop}
-    (directory / "summary.json").write_text(json.dumps(summary))
+    (directory / "summary.json").write_text(json.dumps(seal_summary(summary, directory / "metrics.parquet")))
     return directory
 
 
@@ -313,8 +314,9 @@ def _diverged_before_evaluation(root, algorithm, seed):
     directory.mkdir(parents=True)
     pd.DataFrame([{"round": 0, "participants": 3, "lr": 1e6, "local_loss": 6.5e19, "local_acc": 0.1}]).to_parquet(
         directory / "metrics.parquet")
-    (directory / "summary.json").write_text(json.dumps({"experiment": "e", "algorithm_id": algorithm, "seed": seed,
-                                                        "diverged_at": 0, "state_bytes": 4000, "dimension": 1000}))
+    summary = {"experiment": "e", "algorithm_id": algorithm, "seed": seed, "diverged_at": 0, "state_bytes": 4000,
+               "dimension": 1000}
+    (directory / "summary.json").write_text(json.dumps(seal_summary(summary, directory / "metrics.parquet")))
     return directory
 
 
@@ -345,7 +347,7 @@ def test_a_damaged_run_file_is_named(tmp_path):
         tidy.read_run(directory)
     write_run(tmp_path, "e", "avg", 0, constant(0.5))
     (directory / "metrics.parquet").write_bytes((directory / "metrics.parquet").read_bytes()[:100])
-    with pytest.raises(ValueError, match=r"metrics.parquet is unreadable"):
+    with pytest.raises(ValueError, match=r"metrics.parquet was changed after the run wrote them"):
         tidy.read_run(directory)
 
 

@@ -17,7 +17,7 @@ from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.partition import make_partition, save_partition
 from fedavail.data.prepared import save_prepared
 import fedavail.checkpoint as checkpoint_mod
-from fedavail import divergence, provenance, stopping
+from fedavail import divergence, integrity, provenance, stopping
 from fedavail.engine.local import LocalTrainer
 from fedavail.train import Execution, run
 
@@ -296,11 +296,151 @@ def test_checkpoints_hold_named_groups_of_tensors(tmp_path):
     groups = {"algorithm": {"x": torch.arange(4.0)}, "local": {"momentum": torch.ones(3, 2, dtype=torch.float64)}}
     rows = [{"round": 0, "local_loss": float("nan"), "test_acc": 0.25}]
     checkpoint_mod.save_checkpoint(tmp_path / "c.pt", fingerprint="f", tensors=groups, rows=rows, next_round=1,
-                                   elapsed=2.5, threads=3)
+                                   elapsed=2.5, threads=3, batched=True)
     loaded = checkpoint_mod.load_checkpoint(tmp_path / "c.pt", "f", torch.device("cpu"))
     assert set(loaded.tensors) == {"algorithm", "local"} and torch.equal(loaded.tensors["local"]["momentum"],
                                                                         groups["local"]["momentum"])
     assert loaded.rows[0]["test_acc"] == 0.25 and math.isnan(loaded.rows[0]["local_loss"])
-    assert (loaded.next_round, loaded.elapsed, loaded.threads) == (1, 2.5, 3)
+    assert (loaded.next_round, loaded.elapsed, loaded.threads, loaded.batched) == (1, 2.5, 3, True)
     assert checkpoint_mod.load_checkpoint(tmp_path / "c.pt", "other", torch.device("cpu")) is None
     assert (tmp_path / "c.pt").exists()  # another fingerprint's checkpoint is ignored, not set aside
+
+
+def _flip_one_bit_of_a_tensor(path):
+    """Flip one bit inside the stored bytes of the model vector x (a member of the checkpoint's zip archive)."""
+    import struct
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        member = max(archive.infolist(), key=lambda info: info.file_size)  # x: the largest tensor
+    data = bytearray(path.read_bytes())
+    name_length, extra_length = struct.unpack("<HH", data[member.header_offset + 26:member.header_offset + 30])
+    data[member.header_offset + 30 + name_length + extra_length + 100] ^= 0x01  # stored uncompressed
+    path.write_bytes(bytes(data))
+
+
+def _edit_checkpoint(path, edit):
+    """Change a saved checkpoint as a person would with torch.load/torch.save, leaving its digest as it was."""
+    raw = torch.load(path, weights_only=True)
+    edit(raw)
+    torch.save(raw, path)
+
+
+def _add_to_x(raw):
+    raw["tensors"]["algorithm"]["x"] += 0.01
+
+
+def _skip_rounds(raw):
+    meta = json.loads(raw["meta"])
+    meta["next_round"] = 8
+    raw["meta"] = json.dumps(meta)
+
+
+@pytest.mark.parametrize("tamper", ["flipped bit", "edited x", "edited next_round"])
+def test_a_tampered_checkpoint_is_set_aside_and_the_run_restarts(inputs, tmp_path, tamper):
+    _run(inputs, tmp_path / "whole")
+    _run(inputs, tmp_path / "run", stop_after_round=4)
+    checkpoint = tmp_path / "run/checkpoint.pt"
+    if tamper == "flipped bit":
+        _flip_one_bit_of_a_tensor(checkpoint)
+    else:
+        _edit_checkpoint(checkpoint, _add_to_x if tamper == "edited x" else _skip_rounds)
+    _run(inputs, tmp_path / "run")
+    assert (tmp_path / "run/checkpoint.pt.unreadable").exists()
+    pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
+
+
+def test_a_checkpoint_of_the_wrong_shape_is_set_aside_not_a_crash_on_every_rerun(inputs, tmp_path):
+    _run(inputs, tmp_path / "whole")
+    _run(inputs, tmp_path / "run", stop_after_round=4)
+    checkpoint = tmp_path / "run/checkpoint.pt"
+    loaded = checkpoint_mod.load_checkpoint(checkpoint, "", torch.device("cpu"))  # other fingerprint: not used
+    raw = torch.load(checkpoint, weights_only=True)
+    meta = json.loads(raw["meta"])
+    tensors = raw["tensors"]
+    tensors["algorithm"]["x"] = tensors["algorithm"]["x"][:-1]
+    checkpoint_mod.save_checkpoint(checkpoint, fingerprint=meta["fingerprint"], tensors=tensors, rows=meta["rows"],
+                                   next_round=meta["next_round"], elapsed=meta["elapsed"], threads=meta["threads"],
+                                   batched=meta["batched"])
+    assert loaded is None
+    _run(inputs, tmp_path / "run")
+    assert (tmp_path / "run/checkpoint.pt.unreadable").exists()
+    pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
+
+
+def test_a_checkpoint_of_the_other_back_end_is_not_resumed(inputs, tmp_path, caplog):
+    _run(inputs, tmp_path / "whole", execution=Execution(batched=True))
+    _run(inputs, tmp_path / "run", stop_after_round=4)  # the loop back end
+    with caplog.at_level(logging.WARNING, logger="fedavail.train"):
+        _run(inputs, tmp_path / "run", execution=Execution(batched=True))
+    assert "saved on the loop back end and this process runs the vmap one: starting over" in caplog.text
+    pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
+
+
+def _edit_record(path, edit):
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps(edit(record)))
+
+
+def _raise_accuracy(record):
+    for row in record["rows"]:
+        if "test_acc" in row:
+            row["test_acc"] += 0.2
+    return record
+
+
+@pytest.mark.parametrize("edit", [
+    _raise_accuracy,
+    lambda r: {**r, "rows": r["rows"][:5]},
+    lambda r: {**r, "summary": {**r["summary"], "seed": 7}},
+    lambda r: {k: v for k, v in r.items() if k != "rows"},
+    lambda r: [r],
+], ids=["metric+0.2", "rows cut to 5", "seed 7", "no rows", "a list"])
+def test_an_edited_finished_record_is_set_aside_and_the_seed_recomputed(inputs, tmp_path, edit):
+    _run(inputs, tmp_path / "whole")
+    _run(inputs, tmp_path / "run")
+    _edit_record(tmp_path / "run/finished.json", edit)
+    (tmp_path / "run/metrics.parquet").unlink()  # as Snakemake does before it reruns the job
+    (tmp_path / "run/summary.json").unlink()
+    _run(inputs, tmp_path / "run")
+    assert (tmp_path / "run/finished.json.invalid").exists()
+    pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
+
+
+def test_a_valid_finished_record_is_restored_without_training(inputs, tmp_path, caplog):
+    _run(inputs, tmp_path / "run")
+    before = _frame(tmp_path / "run")
+    (tmp_path / "run/metrics.parquet").unlink()
+    with caplog.at_level(logging.INFO, logger="fedavail.train"):
+        summary = _run(inputs, tmp_path / "run")
+    assert "outputs rewritten from" in caplog.text and "start: fresh" not in caplog.text
+    pd.testing.assert_frame_equal(_frame(tmp_path / "run"), before)
+    assert summary == json.loads((tmp_path / "run/summary.json").read_text())
+
+
+def _copy_run(source, destination):
+    destination.mkdir(parents=True)
+    for name in ("summary.json", "metrics.parquet"):
+        (destination / name).write_bytes((source / name).read_bytes())
+
+
+def test_a_runs_outputs_are_checked_against_the_run_they_claim_to_be(inputs, tmp_path):
+    """What the workflow treats as damaged (fedavail.integrity): seed 0's outputs copied into seed 1's folder, an
+    empty summary, an edited metric, a summary without its metrics."""
+    seed0 = tmp_path / "results/runs/unit/fedavg_active/seed0"
+    _run(inputs, seed0)
+    assert integrity.run_problem(seed0) is None and integrity.damage(seed0 / "summary.json") is None
+    _copy_run(seed0, tmp_path / "results/runs/unit/fedavg_active/seed1")
+    assert "is the summary of unit/fedavg_active/seed0" in integrity.run_problem(seed0.parent / "seed1")
+    edited = tmp_path / "results/runs/unit/fedavg_active/seed2"
+    _copy_run(seed0, edited)
+    frame = pd.read_parquet(edited / "metrics.parquet")
+    frame["test_acc"] += 0.2
+    frame.to_parquet(edited / "metrics.parquet", index=False)
+    summary = json.loads((edited / "summary.json").read_text())
+    (edited / "summary.json").write_text(json.dumps({**summary, "seed": 2}))
+    assert "digest mismatch" in integrity.run_problem(edited)
+    (edited / "summary.json").write_text("{}")
+    assert "is the summary of None/None/seedNone" in integrity.damage(edited / "summary.json")
+    (seed0 / "metrics.parquet").unlink()
+    assert "FileNotFoundError" in integrity.run_problem(seed0)

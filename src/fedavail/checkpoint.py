@@ -1,12 +1,15 @@
 """Training checkpoints: named groups of tensors (e.g. {"algorithm": state, "local": optimizer state}) and JSON
 metadata, in a torch file read with weights_only=True, so loading one can never run code.
 
-A checkpoint that cannot be read (truncated, zero bytes, not ours) is set aside, renamed to `<name>.unreadable`, and
-the run starts over, so a damaged file never blocks a rerun."""
+Every member's zip CRC is checked (torch.load skips it) and the content must match the sha256 digest saved with it. A
+checkpoint that cannot be read or fails either check (truncated, a flipped bit, an edited tensor or round, not ours)
+is set aside, renamed to `<name>.unreadable`, and the run starts over, so a damaged file never blocks a rerun."""
 
+import hashlib
 import json
 import logging
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +18,7 @@ import torch
 from fedavail.io import atomic_path
 
 log = logging.getLogger("fedavail.checkpoint")
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass
@@ -26,15 +29,26 @@ class Checkpoint:
     next_round: int
     elapsed: float
     threads: int
+    batched: bool
+
+
+def content_sha256(meta: str, groups: dict[str, dict[str, torch.Tensor]]) -> str:
+    digest = hashlib.sha256(meta.encode())
+    for group in sorted(groups):
+        for name in sorted(groups[group]):
+            tensor = groups[group][name].detach().cpu().contiguous()
+            digest.update(f"{group}/{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+            digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def save_checkpoint(path: str | Path, *, fingerprint: str, tensors: dict[str, dict[str, torch.Tensor]],
-                    rows: list[dict], next_round: int, elapsed: float, threads: int) -> None:
-    meta = {"format": FORMAT, "fingerprint": fingerprint, "rows": rows, "next_round": int(next_round),
-            "elapsed": float(elapsed), "threads": int(threads)}
+                    rows: list[dict], next_round: int, elapsed: float, threads: int, batched: bool) -> None:
+    meta = json.dumps({"format": FORMAT, "fingerprint": fingerprint, "rows": rows, "next_round": int(next_round),
+                       "elapsed": float(elapsed), "threads": int(threads), "batched": bool(batched)})
     groups = {group: {name: t.detach().cpu() for name, t in named.items()} for group, named in tensors.items()}
     with atomic_path(path) as tmp:
-        torch.save({"meta": json.dumps(meta), "tensors": groups}, tmp)
+        torch.save({"meta": meta, "tensors": groups, "sha256": content_sha256(meta, groups)}, tmp)
 
 
 def set_aside(path: Path, reason: str) -> Path:
@@ -50,14 +64,19 @@ def load_checkpoint(path: str | Path, fingerprint: str, device: torch.device) ->
     if not path.exists():
         return None
     try:
+        with zipfile.ZipFile(path) as archive:
+            if (bad := archive.testzip()) is not None:
+                raise ValueError(f"member {bad} fails its CRC check")
         raw = torch.load(path, map_location="cpu", weights_only=True)
         meta = json.loads(raw["meta"])
         groups = raw["tensors"]
         if meta.get("format") != FORMAT or not all(
                 isinstance(t, torch.Tensor) for named in groups.values() for t in named.values()):
             raise ValueError(f"not a fedavail checkpoint of format {FORMAT}")
+        if raw.get("sha256") != content_sha256(raw["meta"], groups):
+            raise ValueError("its content does not match its digest (edited or corrupted)")
         checkpoint = Checkpoint(meta["fingerprint"], groups, meta["rows"], int(meta["next_round"]),
-                                float(meta["elapsed"]), int(meta["threads"]))
+                                float(meta["elapsed"]), int(meta["threads"]), bool(meta["batched"]))
     except Exception as error:  # any damage (EOFError, zip errors, missing keys, bad JSON) means: start over
         set_aside(path, f"{type(error).__name__}: {error}")
         return None

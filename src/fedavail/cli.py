@@ -98,7 +98,7 @@ def cmd_train_seeds(args) -> int:
     seeds = [RunInputs(*entry) for entry in zip(args.partition, args.trace, args.out_dir, args.spec)]
     execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
     # Records of finished seeds: adding a seed to the job restores them instead of recomputing them.
-    results = run_seeds(args.prepared, seeds, execution, keep_records=True)
+    results = run_seeds(args.prepared, seeds, execution)
     return 3 if any("stopped_at" in result for result in results) else 0
 
 

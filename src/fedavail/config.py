@@ -3,17 +3,15 @@ Snakefile, the CLI and the tests share, so a config is checked the same way ever
 settings themselves, their defaults and checks are the torch-free plan layer (fedavail.plan)."""
 
 import json
-from pathlib import Path
 
 from fedavail.config_checks import check_combinations, check_finite, check_names
 from fedavail.plan.config import (BUNDLED_DATASETS, PAPER_DATASETS, ConfigError, Run, check_entries, dataset_spec,
                                   experiment_seeds, local_spec, partition_spec, run_spec, runs, trace_needs_partition,
                                   trace_spec)
-from fedavail.plan.sources import TRAINING_SOURCES
 
 __all__ = ["BUNDLED_DATASETS", "PAPER_DATASETS", "ConfigError", "Run", "as_json", "check", "check_reports",
            "dataset_spec", "experiment_seeds", "local_spec", "partition_spec", "report_spec",
-           "run_spec", "runs", "trace_needs_partition", "trace_spec", "training_sources"]
+           "run_spec", "runs", "trace_needs_partition", "trace_spec"]
 
 
 def check(config: dict) -> None:
@@ -44,13 +42,3 @@ def report_spec(config: dict, experiment: str) -> dict:
 
 def as_json(obj) -> str:
     return json.dumps(obj, sort_keys=True)
-
-
-def training_sources() -> list[str]:
-    """Source files a training job depends on: editing them reruns training."""
-    root = Path(__file__).parent
-    files = []
-    for entry in TRAINING_SOURCES:
-        path = root / entry
-        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
-    return [str(f) for f in files]

@@ -1,23 +1,67 @@
-"""Damaged files are set aside before the workflow plans its jobs, so that Snakemake rebuilds them.
+"""Files that are damaged, edited or not what they claim to be are never used: the workflow rebuilds them.
 
-A truncated intermediate (a partition, a trace, a prepared dataset) or run output (metrics.parquet, summary.json)
-would otherwise look complete to Snakemake: a damaged trace, for example, makes it rerun the trained runs downstream,
-deleting their finished results before the job fails on the trace. The workflow renames a damaged file to
-`<name>.damaged` and asks for it as a target, so its own rule rebuilds it (byte-identically: every stage is
-deterministic) and the runs that depend on it are recomputed to the same numbers."""
+A truncated intermediate (a partition, a trace, a prepared dataset) or run output would otherwise look complete to
+Snakemake: a damaged trace, for example, makes it rerun the trained runs downstream, deleting their finished results
+before the job fails on the trace. A real run (never a dry run) renames a damaged file to `<name>.damaged`; rule
+`all` asks for every file the config uses, so the rule that made it rebuilds it in the same run (byte-identically:
+every stage is deterministic) and what depends on it is recomputed to the same numbers.
 
+A run's summary.json is sealed: it carries a digest of its own content and of the metrics.parquet beside it, and it
+names its experiment, algorithm and seed, so an edited, emptied or copied summary (or metrics file) is damaged too."""
+
+import hashlib
 import json
 import os
-import zipfile
 from pathlib import Path
 
+# Snakemake options under which an invocation runs no job, so it must not set damaged files aside (nothing would
+# rebuild them): argparse destinations of snakemake.cli.
+NOT_EXECUTING_FLAGS = ("dryrun", "touch", "summary", "detailed_summary", "list_changes", "list_input_changes",
+                       "list_params_changes", "list_untracked", "list_rules", "list_target_rules", "dag", "rulegraph",
+                       "filegraph", "d3dag", "report", "lint", "print_compilation", "delete_all_output",
+                       "delete_temp_output", "cleanup_metadata", "unlock", "containerize", "generate_unit_tests",
+                       "archive", "export_cwl", "list_conda_envs", "conda_cleanup_envs")
 ZIP_SUFFIXES = (".npz", ".pt")  # npz and torch files are zip archives, with a CRC per member
+DIGEST = "digest"
+
+
+def json_digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def seal_summary(summary: dict, metrics: Path) -> dict:
+    """`summary` with the digest of its content and of the metrics file written beside it."""
+    unsealed = {k: v for k, v in summary.items() if k != DIGEST}
+    return {**unsealed, DIGEST: hashlib.sha256(json_digest(unsealed).encode() + metrics.read_bytes()).hexdigest()}
+
+
+def run_problem(run_dir: Path) -> str | None:
+    """Why run_dir (results/runs/<experiment>/<algorithm>/seed<s>) does not hold that run's sealed outputs."""
+    run_dir = Path(run_dir)
+    summary_path, metrics = run_dir / "summary.json", run_dir / "metrics.parquet"
+    try:
+        summary = json.loads(summary_path.read_text())
+        if not isinstance(summary, dict):
+            return f"{summary_path} is not a JSON object"
+        claimed = (summary.get("experiment"), summary.get("algorithm_id"), f"seed{summary.get('seed')}")
+        if claimed != run_dir.parts[-3:]:
+            return f"{summary_path} is the summary of {'/'.join(map(str, claimed))}, not of {run_dir}"
+        if summary.get(DIGEST) != seal_summary(summary, metrics)[DIGEST]:
+            return f"{summary_path} or {metrics} was changed after the run wrote them (digest mismatch)"
+    except Exception as error:  # unreadable JSON, a missing metrics file: the run's outputs are damaged
+        return f"{type(error).__name__}: {error}"
+    return None
 
 
 def damage(path: Path) -> str | None:
-    """Why the file at `path` is damaged, or None if it reads back whole."""
+    """Why the file at `path` is damaged, or None if it reads back whole (and, for a run's outputs, is sealed)."""
+    path = Path(path)
+    if path.name in ("summary.json", "metrics.parquet") and path.parent.name.startswith("seed"):
+        return run_problem(path.parent)
     try:
         if path.suffix in ZIP_SUFFIXES:
+            import zipfile
+
             with zipfile.ZipFile(path) as archive:
                 bad = archive.testzip()
             return None if bad is None else f"member {bad} fails its CRC check"
@@ -32,12 +76,17 @@ def damage(path: Path) -> str | None:
     return None
 
 
-def set_aside_damaged(paths) -> list[tuple[Path, Path, str]]:
-    """Rename every existing damaged file among `paths` to `<name>.damaged`; return (path, new path, why)."""
-    moved = []
+def damaged(paths) -> list[tuple[Path, str]]:
+    """Every existing file among `paths` that is damaged, with why."""
+    found = []
     for path in map(Path, paths):
         if path.is_file() and (why := damage(path)):
-            aside = path.with_name(path.name + ".damaged")
-            os.replace(path, aside)
-            moved.append((path, aside, why))
-    return moved
+            found.append((path, why))
+    return found
+
+
+def set_aside(path: Path) -> Path:
+    """Rename `path` to `<name>.damaged` (replacing an older one) and return the new path."""
+    aside = path.with_name(path.name + ".damaged")
+    os.replace(path, aside)
+    return aside

@@ -6,7 +6,6 @@ its own partition, trace, keyed streams, algorithm state, checkpoint and outputs
 seeds' participants is one back-end call (one vmap on the batched back end). Every seed's numbers are its separate
 run's (exactly on the per-client loop; on vmap up to the reassociation of batched kernels)."""
 
-import hashlib
 import json
 import logging
 import math
@@ -25,7 +24,7 @@ from fedavail import __version__, stopping
 from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import Algorithm, RoundContext, State, local_work, state_bytes
 from fedavail.availability.traces import Trace, load_trace
-from fedavail.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from fedavail.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, set_aside
 from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
 from fedavail.divergence import divergence
@@ -33,26 +32,16 @@ from fedavail.engine.client_data import Augmentation, ClientData
 from fedavail.engine.evaluate import evaluate
 from fedavail.engine.local import LocalResult, LocalTrainer, LocalWork, train_together, vmap_supported
 from fedavail.engine.params import FlatModel
+from fedavail.integrity import DIGEST, json_digest, seal_summary
 from fedavail.io import atomic_path, remove_temporaries, write_json
 from fedavail.models import build_model
 from fedavail.plan.experiments import Execution as ExecutionSettings
 from fedavail.plan.local import resolve_local
-from fedavail.plan.sources import TRAINING_SOURCES
+from fedavail.plan.sources import training_code_sha256
 from fedavail.provenance import file_sha256, input_hashes, log_run_header, run_fingerprint
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
-
-
-def training_code_hash() -> str:
-    """A hash of the source files that determine a run's numbers (checkpoints from other code are not resumed)."""
-    root = Path(__file__).parent
-    digest = hashlib.sha256()
-    for entry in TRAINING_SOURCES:
-        for path in sorted((root / entry).rglob("*.py")) if (root / entry).is_dir() else [root / entry]:
-            digest.update(path.relative_to(root).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def evaluation_due(round_index: int, rounds: int, eval_every: int, last_n: int) -> bool:
@@ -83,8 +72,8 @@ class RunPaths:
 
     @property
     def finished(self) -> Path:
-        """A many-seed job's record of a finished seed (fingerprint, rows, summary), which Snakemake does not delete
-        when the job reruns for an added seed: that seed's outputs are then rewritten from it, not recomputed."""
+        """The record of a finished seed (fingerprint, rows, summary, digest), which Snakemake does not delete when
+        it reruns the job: that seed's outputs are then rewritten from it, not recomputed."""
         return self.out_dir / "finished.json"
 
 
@@ -133,21 +122,21 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
 
 
 def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution = Execution(),
-              stop_after_round: int | None = None, dtype: torch.dtype = torch.float32,
-              keep_records: bool = False) -> list[dict]:
+              stop_after_round: int | None = None, dtype: torch.dtype = torch.float32) -> list[dict]:
     """Run (or resume) several seeds of one experiment x algorithm in one process; one result per seed, as `run`'s.
 
-    Specs must differ only in their seed. With `keep_records` (the multi-seed job), each finished seed leaves a
-    record (`RunPaths.finished`) and a seed with a record of the same fingerprint is not trained again: its outputs
-    are rewritten as they were. `dtype` float64 is for exactness checks (tests)."""
+    Specs must differ only in their seed. Each finished seed leaves a record (`RunPaths.finished`), and a seed with a
+    valid record of the same fingerprint is not trained again: its outputs are rewritten as they were (Snakemake
+    deletes a job's outputs before it reruns it, e.g. for an added seed or another seeds_per_job). `dtype` float64 is
+    for exactness checks (tests)."""
     started = time.perf_counter()
     _check_same_settings([s.spec for s in seeds])
     stopping.install()
-    code_sha256 = training_code_hash()
+    code_sha256 = training_code_sha256()
     device = pick_device(execution.device)
     prepared_sha256 = file_sha256(prepared_path)
     identities = [_identity(Path(prepared_path), prepared_sha256, s, code_sha256, device) for s in seeds]
-    results = [_restore_finished(RunPaths(Path(s.out_dir)), identity[2]) if keep_records else None
+    results = [_restore_finished(RunPaths(Path(s.out_dir)), identity[2], s.spec)
                for s, identity in zip(seeds, identities)]
     pending = [j for j, result in enumerate(results) if result is None]
     if not pending:
@@ -159,27 +148,67 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
     shared = _Shared.load(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
-    runs = [_setup(shared, s, *identity, label=f"seed {s.spec['seed']}: " if len(seeds) > 1 else "",
-                   keep_record=keep_records) for s, identity in zip(seeds, identities)]
+    runs = [_setup(shared, s, *identity, label=f"seed {s.spec['seed']}: " if len(seeds) > 1 else "")
+            for s, identity in zip(seeds, identities)]
     _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
     for j, seed_run in zip(pending, runs):
         results[j] = seed_run.result
     return results
 
 
-def _restore_finished(paths: RunPaths, fingerprint: str) -> dict | None:
-    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None."""
+def _restore_finished(paths: RunPaths, fingerprint: str, spec: dict) -> dict | None:
+    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None.
+    A record that fails its checks is set aside and the seed is trained again."""
+    if not paths.finished.exists():
+        return None
     try:
         record = json.loads(paths.finished.read_text())
-    except (OSError, ValueError):
+        if not isinstance(record, dict) or record.get("fingerprint") != fingerprint:
+            problem = None if isinstance(record, dict) else "not a JSON object"
+        else:
+            problem = _record_problem(record, spec)
+    except Exception as error:  # unreadable, or not shaped as a record: set aside, never a crash on every rerun
+        problem = f"{type(error).__name__}: {error}"
+    if problem is not None:
+        aside = paths.finished.with_name(paths.finished.name + ".invalid")
+        paths.finished.replace(aside)
+        log.warning("record %s is not this run's (%s); set aside as %s, the seed is trained again", paths.finished,
+                    problem, aside)
         return None
     if record.get("fingerprint") != fingerprint:
-        return None
+        return None  # another spec, code or inputs: the seed is trained again and the record replaced
     _write_metrics(paths.metrics, record["rows"])
-    write_json(paths.summary, record["summary"])
-    log.info("seed %s finished before with this spec, code and inputs: outputs rewritten from %s",
-             record["summary"]["seed"], paths.finished)
-    return record["summary"]
+    summary = seal_summary(record["summary"], paths.metrics)
+    write_json(paths.summary, summary)
+    log.info("seed %s finished before with this spec, code and inputs: outputs rewritten from %s", spec["seed"],
+             paths.finished)
+    return summary
+
+
+def _record_problem(record: dict, spec: dict) -> str | None:
+    """Why a finished record of this run's fingerprint cannot be restored: edited, or not a whole run of `spec`."""
+    if record.get(DIGEST) != json_digest({k: v for k, v in record.items() if k != DIGEST}):
+        return "its content does not match its digest"
+    summary, rows = record.get("summary"), record.get("rows")
+    if not isinstance(summary, dict) or summary.get("spec") != spec or summary.get("seed") != spec["seed"]:
+        return "its summary is not of this run's spec and seed"
+    if not isinstance(rows, list) or [row.get("round") for row in rows] != list(range(len(rows))):
+        return "its rows are not rounds 0, 1, 2, ..."
+    diverged_at = summary.get("diverged_at")
+    if len(rows) != summary.get("rounds_completed") or len(rows) != (
+            int(spec["training"]["rounds"]) if diverged_at is None else diverged_at + 1):
+        return f"{len(rows)} rows for a run of {spec['training']['rounds']} rounds"
+    return _metric_out_of_range(rows)
+
+
+def _metric_out_of_range(rows: list[dict]) -> str | None:
+    for row in rows:
+        for name, value in row.items():
+            if not isinstance(value, (int, float)) or math.isnan(value):
+                continue
+            if "acc" in name and not 0 <= value <= 1 or "loss" in name and not value >= 0:
+                return f"round {row['round']}: {name} = {value} is out of range"
+    return None
 
 
 def _write_metrics(path: Path, rows: list[dict]) -> None:
@@ -223,7 +252,7 @@ class _Shared:
     execution: Execution
     training: dict
     started: float
-    code_sha256: str  # training_code_hash(), computed once per process
+    code_sha256: str  # training_code_sha256(), computed once per process
 
     @classmethod
     def load(cls, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,
@@ -275,7 +304,6 @@ class Recorder:
     elapsed_before: float
     label: str  # names the seed in log lines when several train in one process
     progress: Callable[[int, dict, int], None]
-    keep_record: bool  # write RunPaths.finished (many-seed jobs)
     diverged_at: int | None = None
     divergence: str | None = None
 
@@ -306,7 +334,7 @@ class Recorder:
     def save(self, next_round: int, state: State, local_state: State) -> None:
         save_checkpoint(self.paths.checkpoint, fingerprint=self.fingerprint,
                         tensors={"algorithm": state, "local": local_state}, rows=self.rows, next_round=next_round,
-                        elapsed=self.elapsed(), threads=self.shared.threads)
+                        elapsed=self.elapsed(), threads=self.shared.threads, batched=self.shared.batched)
 
     def finish(self, state: State, local_state: State) -> dict:
         _write_metrics(self.paths.metrics, self.rows)
@@ -325,11 +353,11 @@ class Recorder:
                            "device": str(shared.device), "batched": shared.batched,
                            "python": sys.version.split()[0], "training_code_sha256": shared.code_sha256},
         }
+        summary = seal_summary(summary, self.paths.metrics)
         write_json(self.paths.summary, summary)
-        if self.keep_record:
-            record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": summary}
-            with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
-                tmp.write_text(json.dumps(record, default=str))
+        record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": summary}
+        with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
+            tmp.write_text(json.dumps({**record, DIGEST: json_digest(record)}, default=str))
         self.paths.checkpoint.unlink(missing_ok=True)
         return summary
 
@@ -367,7 +395,7 @@ class SeedRun:
 
 
 def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inputs_sha256: dict[str, str],
-           fingerprint: str, checkpoint: Checkpoint | None, label: str, keep_record: bool) -> SeedRun:
+           fingerprint: str, checkpoint: Checkpoint | None, label: str) -> SeedRun:
     spec, training, device = seed_inputs.spec, shared.training, shared.device
     seed = int(spec["seed"])
     algorithm_spec = dict(spec["algorithm"])
@@ -391,19 +419,41 @@ def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inp
         "test": (shared.dataset["test_x"], shared.dataset["test_y"]),
         "train": (shared.dataset["train_x"][train_eval], shared.dataset["train_y"][train_eval])})
 
-    log_run_header(log, spec=spec, inputs=inputs, inputs_sha256=inputs_sha256, device=device, threads=shared.threads,
-                   batched=shared.batched, resume_round=None if checkpoint is None else checkpoint.next_round)
-    if checkpoint is None:
-        x0 = shared.initial_weights(seed)
-        state = algorithm.init_state(x0, data.client_sizes().to(device))
-        local_state = trainer.init_state(partition.num_clients, x0.dtype, device)
-        rows, next_round, elapsed_before = [], 0, 0.0
-    else:
+    x0 = shared.initial_weights(seed)
+    state = algorithm.init_state(x0, data.client_sizes().to(device))
+    local_state = trainer.init_state(partition.num_clients, x0.dtype, device)
+    rows, next_round, elapsed_before = [], 0, 0.0
+    if checkpoint is not None and _resumable(checkpoint, {"algorithm": state, "local": local_state}, rounds,
+                                             shared.batched, RunPaths(Path(seed_inputs.out_dir)).checkpoint):
         state, local_state, rows = checkpoint.tensors["algorithm"], checkpoint.tensors["local"], checkpoint.rows
         next_round, elapsed_before = checkpoint.next_round, checkpoint.elapsed
+    log_run_header(log, spec=spec, inputs=inputs, inputs_sha256=inputs_sha256, device=device, threads=shared.threads,
+                   batched=shared.batched, resume_round=next_round or None)
     recorder = Recorder(RunPaths(Path(seed_inputs.out_dir)), spec, inputs, inputs_sha256, fingerprint, shared,
-                        evaluation, rows, elapsed_before, label, _progress(next_round, rounds, label), keep_record)
+                        evaluation, rows, elapsed_before, label, _progress(next_round, rounds, label))
     return SeedRun(seed, algorithm, trainer, trace, state, local_state, recorder, next_round)
+
+
+def _resumable(checkpoint: Checkpoint, fresh: dict[str, State], rounds: int, batched: bool, path: Path) -> bool:
+    """Whether a checkpoint of this run's fingerprint can be resumed here. One saved on the other back end is left
+    (the resumed run would match neither uninterrupted run); one whose rounds or tensors do not fit the run is set
+    aside."""
+    if checkpoint.batched != batched:
+        log.warning("checkpoint %s was saved on the %s back end and this process runs the %s one: starting over",
+                    path, *(("vmap", "loop") if checkpoint.batched else ("loop", "vmap")))
+        return False
+    layout = {group: {name: (t.shape, t.dtype) for name, t in named.items()} for group, named in fresh.items()}
+    saved = {group: {name: (t.shape, t.dtype) for name, t in named.items()}
+             for group, named in checkpoint.tensors.items()}
+    if saved != layout:
+        problem = "its tensors' names, shapes or dtypes are not this run's"
+    elif not 0 < checkpoint.next_round < rounds or [row.get("round") for row in checkpoint.rows] != list(
+            range(checkpoint.next_round)):
+        problem = f"next round {checkpoint.next_round} with {len(checkpoint.rows)} rows in a run of {rounds} rounds"
+    else:
+        return True
+    set_aside(path, problem)
+    return False
 
 
 def _train_rounds(runs: list[SeedRun], rounds: int, checkpoint_every: int, stop_after_round: int | None) -> None:

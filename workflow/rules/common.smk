@@ -10,6 +10,7 @@ import fedavail.config_yaml as fy
 import fedavail.integrity as fi
 import fedavail.plan.grid as fg
 from fedavail.launcher import malloc_assignments
+from fedavail.plan.sources import training_code_sha256
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
 from snakemake.exceptions import WorkflowError
@@ -32,7 +33,9 @@ except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 
 EXECUTION = config["execution"]
-TRAINING_SOURCES = fc.training_sources()  # listed once, not once per training job
+# A parameter, not the source files as inputs: a content hash reruns training when the code changes, and not when
+# the project folder is moved or copied (inputs would be absolute paths outside the workdir).
+TRAINING_CODE_SHA256 = training_code_sha256()
 MALLOC_ASSIGNMENTS = malloc_assignments()
 
 
@@ -62,9 +65,10 @@ def run_dirs(experiment):
     return [run.directory for run in fc.runs(config, experiment)]
 
 
-def checked_files():
-    """Every intermediate and run output the config's jobs read or write (fedavail.integrity checks them)."""
-    files = set()
+def files_in_use():
+    """Every intermediate and run output the config's jobs read or write: rule `all` asks for each (a deleted
+    partition is rebuilt even when the runs that read it are finished), and fedavail.integrity checks each."""
+    files = {rp.RUNS_FRAME}
     for experiment, spec in config["experiments"].items():
         trace = config["traces"][spec["trace"]]
         for seed in fc.experiment_seeds(config, experiment):
@@ -78,15 +82,33 @@ def checked_files():
     return sorted(files)
 
 
-# Damaged files (truncated, zero bytes) are renamed to <name>.damaged before the DAG is built and become targets, so
-# Snakemake rebuilds them (and recomputes what depends on them, to the same numbers) instead of rerunning their
-# consumers on them, which deleted finished results and then failed. Only the main process does this, dry runs
-# included: cluster jobs re-read the Snakefile while other jobs run.
-DAMAGED_FILES = []
+def executes_jobs():
+    """Whether this invocation runs jobs: not a dry run, --touch, a summary, a graph, a report or a listing. The
+    Snakefile is read before Snakemake knows its executor, so the command line is read again."""
+    from snakemake.cli import get_argument_parser
+
+    try:
+        args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
+    except SystemExit:
+        return False
+    return not any(getattr(args, flag, False) for flag in fi.NOT_EXECUTING_FLAGS)
+
+
+# A damaged file (truncated, zero bytes, edited, or a run's outputs that are not that run's) is renamed to
+# <name>.damaged before the DAG is built, so its rule rebuilds it in this run (rule `all` asks for it) and what
+# depends on it is recomputed to the same numbers, instead of consumers rerunning on it, which deleted finished
+# results and then failed. Only a run that executes jobs moves files; a dry run names them. Only the main process
+# does this: cluster jobs re-read the Snakefile while other jobs run.
+FILES_IN_USE = files_in_use()
 if workflow.is_main_process:
-    for damaged, aside, why in fi.set_aside_damaged(checked_files()):
-        print(f"fedavail: {damaged} is damaged ({why}); set aside as {aside}, it will be rebuilt", file=sys.stderr)
-        DAMAGED_FILES.append(str(damaged))
+    SETS_ASIDE = executes_jobs()
+    for damaged, why in fi.damaged(FILES_IN_USE):
+        if SETS_ASIDE:
+            print(f"fedavail: {damaged} is damaged ({why}); set aside as {fi.set_aside(damaged)}, rebuilt in this run",
+                  file=sys.stderr)
+        else:
+            print(f"fedavail: {damaged} is damaged ({why}); a run (not a dry run) sets it aside and rebuilds it",
+                  file=sys.stderr)
 
 
 REPORTS = rp.parse_reports(config)
@@ -98,7 +120,7 @@ def final_outputs():
         outputs += list(rp.experiment_outputs(experiment).values())
     for name, report in REPORTS.items():
         outputs += list(rp.report_outputs(name, report).values())
-    return outputs + DAMAGED_FILES
+    return outputs + FILES_IN_USE
 
 
 def report_job(wildcards):
@@ -150,7 +172,6 @@ def train_inputs(wildcards):
         "prepared": prepared_file(partition["dataset"]),
         "partition": partition_file(experiment["partition"], wildcards.seed),
         "trace": trace_file(experiment["trace"], wildcards.seed),
-        "code": TRAINING_SOURCES,
     }
 
 
@@ -181,7 +202,6 @@ def train_seeds_inputs(wildcards):
         "prepared": prepared_file(config["partitions"][experiment["partition"]]["dataset"]),
         "partition": [partition_file(experiment["partition"], s) for s in seeds],
         "trace": [trace_file(experiment["trace"], s) for s in seeds],
-        "code": TRAINING_SOURCES,
     }
 
 

@@ -1,7 +1,63 @@
-"""The source files a training run's numbers depend on, relative to the fedavail package: editing one reruns
-training (the workflow's inputs) and refuses to resume a checkpoint made by other code (fedavail.train)."""
+"""The source files a training run's numbers depend on: every fedavail module that `fedavail.train` imports, directly
+or through others, at module or function level, read from the code's import graph (so no module a run uses can be
+edited under an unchanged hash). Their content hash is a parameter of every training job (editing one reruns
+training, wherever the project lives) and part of every checkpoint's fingerprint (fedavail.train)."""
 
-# Of the plan layer only the settings training reads: editing a report's or a grid's code reruns no training.
-TRAINING_SOURCES = ("train.py", "engine", "algorithms", "models", "plan/local.py", "plan/algorithms.py",
-                    "plan/experiments.py", "plan/options.py", "plan/models.py", "data/augment.py", "rng.py",
-                    "divergence.py")
+import ast
+import hashlib
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]
+TRAINING_ROOT = "fedavail.train"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_files() -> dict[str, Path]:
+    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the fedavail modules it imports anywhere in its file, with the packages that importing them runs."""
+    modules = module_files()
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                targets.add(node.module)
+                targets |= {f"{node.module}.{alias.name}" for alias in node.names}
+        packages = {".".join(t.split(".")[:depth]) for t in targets for depth in range(1, t.count(".") + 1)}
+        graph[name] = {target for target in targets | packages if target in modules and target != name}
+    return graph
+
+
+def imported_by(root: str) -> set[str]:
+    """`root` and every fedavail module it imports, transitively."""
+    graph, seen, pending = import_graph(), set(), [root]
+    while pending:
+        module = pending.pop()
+        if module not in seen:
+            seen.add(module)
+            pending += graph[module]
+    return seen
+
+
+def training_sources() -> list[Path]:
+    files = module_files()
+    return sorted(files[module] for module in imported_by(TRAINING_ROOT))
+
+
+def training_code_sha256() -> str:
+    """sha256 over the training sources' paths (relative to the package, so the same wherever it is installed) and
+    their content."""
+    digest = hashlib.sha256()
+    for path in training_sources():
+        digest.update(path.relative_to(PACKAGE).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()

@@ -25,19 +25,19 @@ SCORED_COLUMNS = ("test_acc", "test_loss", "train_acc", "train_loss")  # "<colum
 
 
 def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
-    """A finished run's summary.json and metrics.parquet; a damaged one is named, with how to rebuild it."""
+    """A finished run's summary.json and metrics.parquet, checked to be the sealed outputs of the run their folder
+    names (fedavail.integrity); a damaged or foreign one is named, with how to rebuild it."""
+    from fedavail.integrity import run_problem
     from fedavail.io import UnreadableFileError
 
     summary_path, metrics_path = Path(run_dir) / "summary.json", Path(run_dir) / "metrics.parquet"
-    try:
-        summary = json.loads(summary_path.read_text())
-    except (ValueError, UnicodeDecodeError) as error:
-        raise UnreadableFileError(summary_path, "run summary", error) from error
+    if problem := run_problem(Path(run_dir)):
+        raise UnreadableFileError(summary_path, "run summary", problem)
     try:
         metrics = pd.read_parquet(metrics_path)
     except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
         raise UnreadableFileError(metrics_path, "run metrics", error) from error
-    return summary, metrics
+    return json.loads(summary_path.read_text()), metrics
 
 
 def algorithm_settings(spec: dict) -> dict:
@@ -61,10 +61,7 @@ def load(job: dict, run_dirs) -> pd.DataFrame:
     frames = []
     for run_dir in run_dirs:
         summary, metrics = read_run(run_dir)
-        parts = Path(run_dir).parts
-        experiment = summary.get("experiment") or parts[-3]
-        algorithm = summary.get("algorithm_id") or parts[-2]
-        seed = int(summary.get("seed", parts[-1].removeprefix("seed")))
+        experiment, algorithm, seed = summary["experiment"], summary["algorithm_id"], int(summary["seed"])
         settings = {**experiments[experiment], "algorithm": algorithm, **algorithms[algorithm], "seed": seed,
                     **{k: summary.get(k) for k in SUMMARY}}
         frames.append(metrics.assign(**{k: [v] * len(metrics) for k, v in settings.items()}))

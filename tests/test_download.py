@@ -1,13 +1,16 @@
 import hashlib
 import io
+import json
+import os
 import re
 import urllib.error
 
 import numpy as np
 import pytest
 
-from fedavail.data import download
+from fedavail.data import download, raw_digests
 from fedavail.data.download import DATASETS, DatasetError, fetch
+from fedavail.data.raw_digests import NOT_IN_PLACE, raw_sha256
 
 from data_fixtures import md5_of, write_fashion_mnist, write_shakespeare_leaf
 
@@ -150,3 +153,34 @@ def test_unknown_names_are_errors(tmp_path):
         fetch("mnist", tmp_path)
     with pytest.raises(DatasetError, match="does not have"):
         fetch("svhn", tmp_path, allow_network=False, checksums={"extra_32x32.mat": "0" * 32})
+
+
+def test_raw_file_digests_are_cached_by_size_and_mtime(tmp_path, monkeypatch):
+    raw, cache = tmp_path / "raw", tmp_path / ".snakemake/fedavail/raw_sha256.json"
+    assert raw_sha256("fashion_mnist", raw, cache) == NOT_IN_PLACE and not cache.exists()
+    write_fashion_mnist(raw, np.random.default_rng(0))
+    hashed = []
+    sha256_of_file = raw_digests.file_sha256
+    monkeypatch.setattr(raw_digests, "file_sha256", lambda path: hashed.append(path.name) or sha256_of_file(path))
+
+    def digests():
+        hashed.clear()
+        return json.loads(raw_sha256("fashion_mnist", raw, cache))
+
+    assert digests() == {f: hashlib.sha256((raw / f).read_bytes()).hexdigest() for f in FASHION_FILES}
+    assert sorted(hashed) == sorted(FASHION_FILES)
+    before = digests()
+    assert hashed == []
+    # Replaced by a file of the same size: its new modification time has it read again.
+    replaced = raw / FASHION_FILES[0]
+    stat = replaced.stat()
+    replaced.write_bytes(bytes(stat.st_size))
+    os.utime(replaced, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    after = digests()
+    assert hashed == [replaced.name] and after[replaced.name] == hashlib.sha256(bytes(stat.st_size)).hexdigest()
+    assert {f: d for f, d in after.items() if f != replaced.name} == {f: d for f, d in before.items()
+                                                                      if f != replaced.name}
+    cache.write_text("{not json")  # a damaged cache is only slower
+    assert digests() == after and sorted(hashed) == sorted(FASHION_FILES)
+    assert digests() == after and hashed == []
+    assert [p.name for p in cache.parent.iterdir()] == [cache.name]

@@ -31,12 +31,15 @@ def cmd_prepare(args) -> None:
 def cmd_download(args) -> None:
     from fedavail.data.download import fetch
     from fedavail.io import write_json
+    from fedavail.provenance import file_sha256
 
     files = fetch(args.dataset, args.raw_dir, allow_network=not args.offline)
     for path in files:
         logging.info("verified %s", path)
-    # The manifest marks the raw folder as verified: the prepare rule depends on it, not on the archives' names.
-    write_json(args.manifest, {"dataset": args.dataset, "files": {p.name: p.stat().st_size for p in files}})
+    # The manifest marks the raw folder as verified: the prepare rule depends on it, not on the archives' names. Its
+    # sha256 record the download; the prepare rule compares the files' current ones (fedavail.data.raw_digests).
+    write_json(args.manifest, {"dataset": args.dataset,
+                               "files": {p.name: {"size": p.stat().st_size, "sha256": file_sha256(p)} for p in files}})
 
 
 def cmd_partition(args) -> None:

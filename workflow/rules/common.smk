@@ -7,6 +7,7 @@ import sys
 
 import fedavail.config as fc
 import fedavail.config_yaml as fy
+import fedavail.data.raw_digests as rd
 import fedavail.integrity as fi
 import fedavail.plan.grid as fg
 from fedavail.launcher import malloc_assignments
@@ -51,6 +52,15 @@ wildcard_constraints:
 
 def prepared_file(dataset):
     return f"data/prepared/{dataset}.pt"
+
+
+# sha256 of raw files by (path, size, mtime_ns), kept between invocations (fedavail.data.raw_digests).
+RAW_DIGEST_CACHE = ".snakemake/fedavail/raw_sha256.json"
+
+
+def raw_file_sha256(wildcards):
+    """The dataset's raw files by content: replacing one reruns prepare, and through the prepared data what reads it."""
+    return rd.raw_sha256(wildcards.dataset, f"data/raw/{wildcards.dataset}", RAW_DIGEST_CACHE)
 
 
 def partition_file(partition, seed):

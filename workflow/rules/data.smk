@@ -31,6 +31,7 @@ rule prepare_paper_dataset:
         "../envs/fedavail.yaml"
     params:
         spec=lambda w: fc.as_json(fc.dataset_spec(config, w.dataset)),
+        raw_sha256=raw_file_sha256,
     shell:
         "fedavail prepare {wildcards.dataset:q} --raw-dir data/raw/{wildcards.dataset:q} --out {output:q} "
         "--spec {params.spec:q} > {log:q} 2>&1"

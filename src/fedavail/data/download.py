@@ -179,14 +179,19 @@ def locate_placed(raw_dir: Path) -> list[Path]:
         matches = sorted(raw_dir.rglob(pattern)) if raw_dir.is_dir() else []
         if not matches:
             raise DatasetError(
-                f"dataset {PLACED_BY_HAND!r}: no LEAF Shakespeare {split} file ({pattern}) under {raw_dir}/. Place LEAF's own "
-                f"output there (its data/train/ and data/test/ JSON files, written by LEAF's "
+                f"dataset {PLACED_BY_HAND!r}: no LEAF Shakespeare {split} file ({pattern}) under {raw_dir}/. Place "
+                f"LEAF's own output there (its data/train/ and data/test/ JSON files, written by LEAF's "
                 f"data/shakespeare/preprocess.sh; home page https://github.com/TalwalkarLab/leaf)")
         if len(matches) > 1:
-            raise DatasetError(f"dataset {PLACED_BY_HAND!r}: {len(matches)} {split} files match {pattern} under {raw_dir}/ "
-                               f"({', '.join(str(m) for m in matches)}); keep one")
+            raise DatasetError(f"dataset {PLACED_BY_HAND!r}: {len(matches)} {split} files match {pattern} under "
+                               f"{raw_dir}/ ({', '.join(str(m) for m in matches)}); keep one")
         found.append(matches[0])
     return found
+
+
+def raw_files(name: str, raw_dir: Path) -> list[Path]:
+    """The raw files the prepare step reads for dataset `name` (locate, or locate_placed for LEAF's JSON files)."""
+    return locate_placed(raw_dir) if name == PLACED_BY_HAND else locate(name, raw_dir)
 
 
 def verify(name: str, raw_dir: Path, checksums: dict[str, str] | None = None) -> list[Path]:

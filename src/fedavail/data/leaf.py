@@ -21,49 +21,93 @@ import torch
 from fedavail.data import download
 from fedavail.data.download import DatasetError, file_digests
 from fedavail.data.shakespeare import ALL_LETTERS
+from fedavail.io import shorten
 
 NAME = download.PLACED_BY_HAND
 _LETTER_ID = {c: i for i, c in enumerate(ALL_LETTERS)}
 
 
+class _JsonObject(list):
+    """A JSON object as its (key, value) pairs in file order: json.load would keep only the last of a repeated key
+    (a user listed twice in 'user_data') without a word."""
+
+
+def _as_dict(path: Path, value, lists: str) -> dict | None:
+    """The dict of a parsed JSON object, None if value is not one; a repeated key is a DatasetError saying
+    "<lists> <key> twice"."""
+    if not isinstance(value, _JsonObject):
+        return None
+    result = {}
+    for key, item in value:
+        if key in result:
+            raise DatasetError(f"{path}: {lists} {shorten(key)} twice; a JSON reader keeps only the last, so the file "
+                               f"is refused")
+        result[key] = item
+    return result
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[str]]]]:
-    """(users in file order, {user: (x strings, y characters)}) of one LEAF JSON file, checked."""
+    """(users in file order, {user: (x strings, y characters)}) of one LEAF JSON file, checked per user (the
+    samples themselves are checked in _check_sample)."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            data = _as_dict(path, json.load(f, object_pairs_hook=_JsonObject), "the top-level object lists key")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise DatasetError(f"{path} is not a readable JSON file ({error})") from error
-    if not isinstance(data, dict) or not {"users", "num_samples", "user_data"} <= set(data):
+    if data is None or not {"users", "num_samples", "user_data"} <= set(data):
         raise DatasetError(f"{path}: a LEAF file is a JSON object with 'users', 'num_samples' and 'user_data'")
-    users, counts, user_data = data["users"], data["num_samples"], data["user_data"]
+    users, counts = data["users"], data["num_samples"]
+    user_data = _as_dict(path, data["user_data"], "'user_data' lists user")
     if not isinstance(users, list) or not users or not all(isinstance(u, str) for u in users):
         raise DatasetError(f"{path}: 'users' must be a non-empty list of user names")
-    if len(set(users)) != len(users):
-        raise DatasetError(f"{path}: 'users' lists a user twice")
-    if not isinstance(counts, list) or len(counts) != len(users):
-        raise DatasetError(f"{path}: 'num_samples' must have one count per user ({len(users)})")
-    if not isinstance(user_data, dict) or set(user_data) != set(users):
-        odd = sorted(set(users) ^ set(user_data if isinstance(user_data, dict) else ()))
-        raise DatasetError(f"{path}: 'user_data' must hold exactly the listed users (differs on {odd[:3]})")
+    listed = set()
+    for user in users:
+        if user in listed:
+            raise DatasetError(f"{path}: 'users' lists user {shorten(user)} twice")
+        listed.add(user)
+    if not isinstance(counts, list) or len(counts) != len(users) or not all(_is_count(c) for c in counts):
+        raise DatasetError(f"{path}: 'num_samples' must hold one sample count per user ({len(users)})")
+    if user_data is None:
+        raise DatasetError(f"{path}: 'user_data' must be a JSON object holding each user's samples")
+    if unlisted := next((u for u in user_data if u not in listed), None):
+        raise DatasetError(f"{path}: 'user_data' holds user {shorten(unlisted)}, which 'users' does not list")
     samples = {}
     for user, count in zip(users, counts):
-        entry = user_data[user]
-        xs, ys = (entry.get("x"), entry.get("y")) if isinstance(entry, dict) else (None, None)
-        if not isinstance(xs, list) or not isinstance(ys, list) or not len(xs) == len(ys) == count:
-            raise DatasetError(f"{path}: user {user!r} must have lists x and y of num_samples = {count} entries")
+        if user not in user_data:
+            raise DatasetError(f"{path}: user {shorten(user)} is listed in 'users' but has no entry in 'user_data'")
+        entry = _as_dict(path, user_data[user], f"the 'user_data' entry of user {shorten(user)} lists key")
+        if entry is None or not {"x", "y"} <= set(entry):
+            raise DatasetError(f"{path}: user {shorten(user)}: its 'user_data' entry must be a JSON object with 'x' "
+                               f"and 'y'")
+        for key in ("x", "y"):
+            if not isinstance(entry[key], list):
+                raise DatasetError(f"{path}: user {shorten(user)}: {key!r} must be a list of strings, got "
+                                   f"{shorten(entry[key])}")
+        xs, ys = entry["x"], entry["y"]
+        if len(xs) != len(ys):
+            raise DatasetError(f"{path}: user {shorten(user)} has {len(xs)} samples in 'x' but {len(ys)} targets "
+                               f"in 'y'")
+        if len(xs) != count:
+            raise DatasetError(f"{path}: user {shorten(user)} has {len(xs)} samples but 'num_samples' records "
+                               f"{count}")
         samples[user] = (xs, ys)
     return users, samples
 
 
 def _check_sample(path: Path, user: str, index: int, x, y, seq_length: int) -> None:
     if not isinstance(x, str) or len(x) != seq_length:
-        raise DatasetError(f"{path}: user {user!r} sample {index}: x must be a {seq_length}-character string")
+        raise DatasetError(f"{path}: user {shorten(user)} sample {index}: x must be a {seq_length}-character string "
+                           f"(the length of the first train sample), got {shorten(x)}")
     if not isinstance(y, str) or len(y) != 1:
-        raise DatasetError(f"{path}: user {user!r} sample {index}: y must be one character, got {y!r}")
+        raise DatasetError(f"{path}: user {shorten(user)} sample {index}: y must be one character, got {shorten(y)}")
     unknown = sorted(set(x + y) - set(ALL_LETTERS))
     if unknown:
-        raise DatasetError(f"{path}: user {user!r} sample {index}: characters {unknown} are outside LEAF's "
-                           f"80-character alphabet")
+        raise DatasetError(f"{path}: user {shorten(user)} sample {index}: characters {shorten(unknown)} are outside "
+                           f"LEAF's 80-character alphabet")
 
 
 def _compact(path: Path, user: str, xs: list[str], ys: list[str], seq_length: int) -> tuple[str, list[int], str]:
@@ -97,11 +141,16 @@ def prepare(raw_dir: Path, options: dict) -> dict:
     train_path, test_path = download.locate_placed(raw_dir)
     (users, train), (test_users, test) = read_split(train_path), read_split(test_path)
     if set(users) != set(test_users):
-        odd = sorted(set(users) ^ set(test_users))
-        raise DatasetError(f"{train_path} and {test_path} must hold the same LEAF users (differ on {odd[:3]})")
-    first = next((xs[0] for xs, _ in train.values() if xs), None)
-    if not isinstance(first, str):
+        only_train, only_test = sorted(set(users) - set(test_users)), sorted(set(test_users) - set(users))
+        raise DatasetError(f"{train_path} and {test_path} must hold the same LEAF users (only in train: "
+                           f"{shorten(only_train)}; only in test: {shorten(only_test)})")
+    first_user = next((user for user in users if train[user][0]), None)
+    if first_user is None:
         raise DatasetError(f"{train_path}: no user has a train sample")
+    first = train[first_user][0][0]
+    if not isinstance(first, str) or not first:
+        raise DatasetError(f"{train_path}: user {shorten(first_user)} sample 0: x must be a non-empty string (its "
+                           f"length is the window length), got {shorten(first)}")
     seq_length = len(first)
     texts, parts, offset = [], {f"{split}_{key}": [] for split in ("train", "test") for key in ("x", "y", "groups")}, 0
     for group, user in enumerate(users):

@@ -1,0 +1,58 @@
+"""sha256 of a dataset's raw files, which the prepare rule takes as a param (workflow/rules/common.smk).
+
+Nothing Snakemake looks at changes when a raw file is replaced after a run: the download step's manifest is its only
+output and is not rewritten. As a param, the digests make Snakemake rerun prepare when a file's content changes, and
+the new prepared data then reruns what depends on it. The digests are cached by (path, size, mtime_ns) in a JSON file,
+so unchanged multi-GB archives are not read again at every invocation.
+"""
+
+import json
+from pathlib import Path
+
+from fedavail.data.download import DatasetError, raw_files
+from fedavail.io import write_json
+from fedavail.provenance import file_sha256
+
+# The param's value while the download step has not put the files in place. Snakemake evaluates params again when a
+# job starts, after the download, so a finished prepare job records the digests.
+NOT_IN_PLACE = "raw files not in place"
+
+
+def _read_cache(cache_path: Path) -> dict:
+    """The cache's entries; an unreadable or malformed cache is ignored, it only saves time."""
+    try:
+        cache = json.loads(Path(cache_path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return cache if isinstance(cache, dict) else {}
+
+
+def cached_sha256(paths: list[Path], cache_path: Path) -> list[str]:
+    """The sha256 of each file, read again only when its size or modification time differs from the cached one."""
+    cache = _read_cache(cache_path)
+    digests, changed = [], False
+    for path in paths:
+        stat = path.stat()  # before reading: a file changed while being hashed gets a new stat, so is read again
+        key = str(path.resolve())
+        entry = cache.get(key)
+        if not (isinstance(entry, dict) and entry.get("size") == stat.st_size
+                and entry.get("mtime_ns") == stat.st_mtime_ns and isinstance(entry.get("sha256"), str)):
+            entry = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path)}
+            cache[key] = entry
+            changed = True
+        digests.append(entry["sha256"])
+    if changed:
+        write_json(cache_path, cache)
+    return digests
+
+
+def raw_sha256(name: str, raw_dir: Path, cache_path: Path) -> str:
+    """{path under raw_dir: sha256} of dataset `name`'s raw files as JSON, or NOT_IN_PLACE when they are not all
+    there (the prepare job itself then reports what is missing)."""
+    raw_dir = Path(raw_dir)
+    try:
+        paths = raw_files(name, raw_dir)
+    except DatasetError:
+        return NOT_IN_PLACE
+    digests = cached_sha256(paths, cache_path)
+    return json.dumps({path.relative_to(raw_dir).as_posix(): d for path, d in zip(paths, digests)}, sort_keys=True)

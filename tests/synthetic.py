@@ -23,3 +23,19 @@ def image_dataset(train: int = 400, test: int = 100, size: int = 8, channels: in
     mean, std = channel_stats(train_x)
     return {"name": "blobs", "kind": "image", "num_classes": 10, "train_x": train_x, "train_y": train_y,
             "test_x": test_x, "test_y": test_y, "mean": mean, "std": std, "meta": {"source": "synthetic"}}
+
+
+def training_inputs(root) -> None:
+    """data.pt, partition.npz (10 clients, Dirichlet 0.5) and trace.npz (FedSWE sine, 200 rounds) in `root`: the
+    files one training run reads."""
+    from fedavail.availability.traces import make_trace, save_trace
+    from fedavail.data.partition import make_partition, save_partition
+    from fedavail.data.prepared import save_prepared
+
+    dataset = image_dataset()
+    save_prepared(root / "data.pt", dataset)
+    partition = make_partition(dataset["train_y"].numpy(), 10,
+                               {"scheme": "client_dirichlet", "num_clients": 10, "alpha": 0.5}, seed=0)
+    save_partition(root / "partition.npz", partition)
+    save_trace(root / "trace.npz", make_trace({"model": "fedswe", "dynamics": "sine"}, 10, 200, seed=0,
+                                              partition=partition))

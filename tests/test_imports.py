@@ -1,35 +1,12 @@
 """The module graph of src/fedavail has no import cycle (module-level and function-level imports alike), and the
 plan layer and fedavail.config load without torch (the Snakefile imports them to build the DAG)."""
 
-import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "fedavail"
-# Function-level imports that close a cycle in modules the plan layer does not own, each to be removed from this
-# list by the change that breaks it: report/ is being rebuilt (report.spec imports fedavail.config, which imports
-# report.spec to check the `reports:` section), and data.download looks LEAF files up through data.leaf, which
-# imports download's error type.
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def import_graph() -> dict[str, set[str]]:
-    """module -> the fedavail modules it imports anywhere in its file."""
-    modules = {module_name(path): path for path in PACKAGE.rglob("*.py")}
-    graph = {}
-    for name, path in modules.items():
-        targets = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                targets |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                targets.add(node.module)
-                targets |= {f"{node.module}.{alias.name}" for alias in node.names}
-        graph[name] = {target for target in targets if target in modules and target != name}
-    return graph
+from fedavail.plan.sources import PACKAGE, import_graph, imported_by, training_sources
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -78,9 +55,28 @@ def test_plan_and_config_import_no_torch():
 
 def test_training_sources_are_what_training_reads_of_the_plan_layer():
     """Editing a plan module training never imports (reports, grids, docs) must not rerun every training job."""
-    import fedavail.config as fc
-
-    sources = {Path(path).relative_to(PACKAGE).as_posix() for path in fc.training_sources()}
-    for module in ("plan/reports.py", "plan/grid.py", "plan/docs.py", "plan/config.py", "plan/claims.py"):
+    sources = {path.relative_to(PACKAGE).as_posix() for path in training_sources()}
+    for module in ("plan/reports.py", "plan/grid.py", "plan/docs.py", "plan/config.py", "plan/claims.py", "cli.py"):
         assert module not in sources
-    assert {"plan/local.py", "plan/algorithms.py", "plan/options.py", "plan/experiments.py"} <= sources
+    assert {"plan/local.py", "plan/algorithms.py", "plan/options.py", "plan/experiments.py", "availability/traces.py",
+            "data/prepared.py", "engine/local.py", "algorithms/fedswe.py"} <= sources
+
+
+def test_every_module_a_training_job_imports_is_a_training_source(tmp_path):
+    """Run `fedavail train` on a tiny run and list the fedavail modules loaded by its end: each but the command line
+    itself must be among the training sources, so no code the run used can change under its hash."""
+    from synthetic import training_inputs
+    from test_train import SPEC
+
+    root = tmp_path
+    training_inputs(root)
+    spec = {**SPEC, "training": {**SPEC["training"], "rounds": 2, "last_n": 1}}
+    code = ("import json, sys; from fedavail.cli import main; "
+            f"main(['train', '--prepared', {str(root / 'data.pt')!r}, '--partition', {str(root / 'partition.npz')!r}, "
+            f"'--trace', {str(root / 'trace.npz')!r}, '--spec', {json.dumps(spec)!r}, '--out-dir', "
+            f"{str(tmp_path / 'run')!r}]); print(json.dumps(sorted(m for m in sys.modules if m.startswith('fedavail'))))")
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                       text=True).stdout.splitlines()[-1])
+    assert (tmp_path / "run/summary.json").exists()
+    assert set(loaded) - {"fedavail.cli", "fedavail.__main__", "fedavail.gpu_slots"} <= imported_by("fedavail.train")
+

@@ -15,13 +15,12 @@ import torch
 
 from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.partition import make_partition, save_partition
-from fedavail.data.prepared import save_prepared
 import fedavail.checkpoint as checkpoint_mod
 from fedavail import divergence, integrity, provenance, stopping
 from fedavail.engine.local import LocalTrainer
 from fedavail.train import Execution, run
 
-from synthetic import image_dataset
+from synthetic import image_dataset, training_inputs
 
 SPEC = {
     "experiment": "unit", "algorithm_id": "fedavg_active", "seed": 0,
@@ -34,13 +33,7 @@ SPEC = {
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("inputs")
-    dataset = image_dataset()
-    save_prepared(root / "data.pt", dataset)
-    partition = make_partition(dataset["train_y"].numpy(), 10,
-                               {"scheme": "client_dirichlet", "num_clients": 10, "alpha": 0.5}, seed=0)
-    save_partition(root / "partition.npz", partition)
-    trace = make_trace({"model": "fedswe", "dynamics": "sine"}, 10, 200, seed=0, partition=partition)
-    save_trace(root / "trace.npz", trace)
+    training_inputs(root)
     return root
 
 

@@ -114,11 +114,15 @@ if workflow.is_main_process:
     SETS_ASIDE = executes_jobs()
     for damaged, why in fi.damaged(FILES_IN_USE):
         if SETS_ASIDE:
-            print(f"fedavail: {damaged} is damaged ({why}); set aside as {fi.set_aside(damaged)}, rebuilt in this run",
-                  file=sys.stderr)
+            print(
+                f"fedavail: {damaged} is damaged ({why}); set aside as {fi.set_aside(damaged)}, rebuilt in this run",
+                file=sys.stderr,
+            )
         else:
-            print(f"fedavail: {damaged} is damaged ({why}); a run (not a dry run) sets it aside and rebuilds it",
-                  file=sys.stderr)
+            print(
+                f"fedavail: {damaged} is damaged ({why}); a run (not a dry run) sets it aside and rebuilds it",
+                file=sys.stderr,
+            )
 
 
 REPORTS = rp.parse_reports(config)

@@ -21,7 +21,7 @@ def module_files() -> dict[str, Path]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """module -> the fedavail modules it imports anywhere in its file, with the packages that importing them runs."""
+    """module -> the fedavail modules it imports anywhere in its file."""
     modules = module_files()
     graph = {}
     for name, path in modules.items():
@@ -32,19 +32,19 @@ def import_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom) and node.module:
                 targets.add(node.module)
                 targets |= {f"{node.module}.{alias.name}" for alias in node.names}
-        packages = {".".join(t.split(".")[:depth]) for t in targets for depth in range(1, t.count(".") + 1)}
-        graph[name] = {target for target in targets | packages if target in modules and target != name}
+        graph[name] = {target for target in targets if target in modules and target != name}
     return graph
 
 
 def imported_by(root: str) -> set[str]:
-    """`root` and every fedavail module it imports, transitively."""
+    """`root` and every fedavail module it imports, transitively, with the packages that importing a module runs."""
     graph, seen, pending = import_graph(), set(), [root]
     while pending:
         module = pending.pop()
         if module not in seen:
             seen.add(module)
-            pending += graph[module]
+            packages = [".".join(module.split(".")[:depth]) for depth in range(1, module.count(".") + 1)]
+            pending += [*graph[module], *packages]
     return seen
 
 

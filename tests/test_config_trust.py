@@ -1,16 +1,22 @@
-"""Configs that must be refused before any job (unsafe names, NaN/inf, settings that cannot run together, repeated
-YAML keys), scientific notation read as numbers, and every rule's paths quoted in its shell command."""
+"""Configs that must be refused before any job (unsafe or overlong names, NaN/inf, settings that cannot run together
+or would stall or exhaust a job, repeated YAML keys, YAML 1.1's octal and base-60 numbers, alias bombs, a CUDA
+device the machine lacks), scientific notation read as numbers, long values shortened in messages, and every rule's
+paths quoted in its shell command."""
 
 import copy
 import re
+import subprocess
+import sys
 
 import pytest
+import torch
 from snakemake.utils import validate
 
 import fedavail.config as fc
 from fedavail.config_checks import TRAIN_SAMPLES
 from fedavail.config_yaml import load_config_file
 from fedavail.data.prepare import prepare
+from fedavail.plan.grid import expand
 
 from workflow_helpers import REPO, copy_workflow, snakemake
 
@@ -138,10 +144,10 @@ def test_scientific_notation_is_a_number_and_repeated_keys_are_errors(tmp_path):
         load_config_file(path)
 
 
-def _workflow_with(tmp_path, text):
+def _workflow_with(tmp_path, text, timeout=600):
     workdir = copy_workflow(tmp_path / "wf")
     (workdir / "config/bad.yaml").write_text(text)
-    result = snakemake(workdir, "-n", "-p", "--configfile", "config/bad.yaml", check=False)
+    result = snakemake(workdir, "-n", "-p", "--configfile", "config/bad.yaml", check=False, timeout=timeout)
     return workdir, result.returncode, result.stdout + result.stderr
 
 
@@ -172,3 +178,203 @@ def test_every_rule_quotes_its_paths():
         for shell in re.findall(r"shell:\n((?:\s+\".*\"\n)+)", path.read_text()):
             unquoted = [m.group(0) for m in _PATH_FIELD.finditer(shell) if not m.group(3)]
             assert not unquoted, f"{path.name}: {unquoted}"
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("rounds: 010\n", "'010'"), ("seeds: [010]\n", "'010'"), ("seeds: [0, 007]\n", "'007'"),
+    ("rounds: 08\n", "'08'"), ("rounds: 1:00\n", "'1:00'"), ("rounds: 1:30:00\n", "'1:30:00'"),
+])
+def test_yaml_1_1_octal_and_base_60_numbers_are_refused_with_file_and_line(tmp_path, text, shown):
+    path = tmp_path / "c.yaml"
+    path.write_text("# a comment\n" + text)
+    with pytest.raises(fc.ConfigError, match=rf"c\.yaml, line 2: {shown} is another number in YAML 1\.1 .*write the "
+                                             rf"number without leading zeros \(10\), or quote it"):
+        load_config_file(path)
+
+
+def test_numbers_strings_and_dates_still_load(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("a: [0, 10, -3, +5, -0, 1e-3, 0.5, 00.5, 1_000, 0x1F, 0b11]\n"
+                    "b: ['a:b', \"1:00\", '010', a:b, 12:30:00Z, 2024-01-02]\n")
+    import datetime
+
+    assert load_config_file(path) == {"a": [0, 10, -3, 5, 0, 0.001, 0.5, 0.5, 1000, 31, 3],
+                                      "b": ["a:b", "1:00", "010", "a:b", "12:30:00Z", datetime.date(2024, 1, 2)]}
+
+
+def laughs(levels: int = 9) -> str:
+    """A "billion laughs": 9 levels of 9 aliases of the level below, 9^9 strings once expanded, in 500 bytes."""
+    lines = ['l0: &l0 "lol"'] + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "bomb:\n" + "".join(f"  {line}\n" for line in lines)
+
+
+def test_an_alias_bomb_is_refused_before_it_is_built(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(laughs())
+    with pytest.raises(fc.ConfigError, match=r"c\.yaml: with its aliases \(\*name\) expanded the document has "
+                                             r"([0-9,]+) nodes, more than MAX_NODES = 100,000") as error:
+        load_config_file(path)
+    assert int(re.search(r"has ([0-9,]+) nodes", str(error.value)).group(1).replace(",", "")) > 9**9  # counted, not built
+    path.write_text("a: &a [1, *a]\n")
+    with pytest.raises(fc.ConfigError, match=r"c\.yaml, line 1: an alias inside the node it names"):
+        load_config_file(path)
+    path.write_text("base: &base {lr: 0.1}\nx: *base\ny: [*base, *base]\n")
+    assert load_config_file(path)["y"] == [{"lr": 0.1}, {"lr": 0.1}]
+
+
+def test_workflow_refuses_an_alias_bomb(tmp_path):
+    """Before, validating the expanded bomb hung for minutes (the subprocess is killed after 120 s)."""
+    _, returncode, output = _workflow_with(tmp_path, (REPO / "config/test.yaml").read_text() + laughs(), timeout=120)
+    assert returncode != 0 and "more than MAX_NODES = 100,000" in output, output
+
+
+def test_a_config_that_asks_for_yte_templating_is_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text((REPO / "config/test.yaml").read_text() + "__use_yte__: true\n")
+    with pytest.raises(fc.ConfigError, match=r"c\.yaml: __use_yte__ makes Snakemake evaluate the file as a YTE "
+                                             r"template.*remove the key"):
+        load_config_file(path)
+
+
+@pytest.mark.parametrize("section", ["experiments", "algorithms", "partitions", "traces"])
+def test_names_longer_than_the_limit_are_refused(section):
+    old = {"experiments": "tiny", "algorithms": "fedavg_active", "partitions": "mnist5k_dir0.5",
+           "traces": "stationary"}[section]
+    config = base_config()
+    rename(section, old, "n" * 256)(config)
+    with pytest.raises(fc.ConfigError, match=rf"^{section}\.'n{{59}}… \(258 characters\): a name of 256 characters, "
+                                             rf"more than MAX_NAME_LENGTH = 100"):
+        checked(config)
+    rename(section, "n" * 256, "n" * 100)(config)
+    checked(config)
+
+
+def test_report_dataset_and_grid_names_longer_than_the_limit_are_refused():
+    config = base_config()
+    config["reports"] = {"r" * 101: {"kind": "curves", "experiments": ["tiny"]}}
+    with pytest.raises(fc.ConfigError, match=r"^reports\.'r+… \(103 characters\): a name of 101 characters"):
+        checked(config)
+    config = base_config()
+    config["datasets"] = {"d" * 101: {}}
+    with pytest.raises(fc.ConfigError, match=r"^datasets\.'d+… \(103 characters\): a name of 101 characters"):
+        checked(config)
+    config = base_config()
+    config["algorithms"]["fedavg_{x}"] = {"grid": {"x": ["x" * 100]}, "algorithm": "fedavg"}
+    with pytest.raises(fc.ConfigError, match=r"^algorithms\.'fedavg_x+… \(109 characters\): a name of 107 characters"):
+        checked(expand(config))
+
+
+MEGABYTE = "x" * 1_000_000
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["experiments"]["tiny"].update(trace=MEGABYTE), r"experiments\.tiny\.trace: 'x{199}… \(1,000,002 "
+                                                                 r"characters\) is not defined under 'traces'$"),
+    (lambda c: rename("experiments", "tiny", MEGABYTE + ";")(c), r"experiments\.'x{199}… \(1,000,003 characters\): a "
+                                                                 r"name must match"),
+    (lambda c: c["algorithms"]["fedavg_active"].update(weighting=MEGABYTE), r"algorithms\.fedavg_active: .*'xxx"),
+])
+def test_error_messages_echo_a_megabyte_value_shortened(edit, message):
+    config = base_config()
+    edit(config)
+    with pytest.raises(fc.ConfigError, match=message) as error:
+        fc.check(config)
+    assert len(str(error.value)) <= 2100
+
+
+def test_grid_errors_echo_a_megabyte_value_shortened():
+    with pytest.raises(fc.ConfigError) as error:
+        expand({"experiments": {"e_{a}": {"grid": {"a": [1]}, "partition": MEGABYTE + "{b}"}}})
+    assert str(error.value).startswith("experiments.e_{a}.partition: 'xxx") and len(str(error.value)) < 400
+
+
+def test_workflow_shows_a_megabyte_value_shortened(tmp_path):
+    text = (REPO / "config/test.yaml").read_text().replace("model: small_cnn", f"model: {MEGABYTE}")
+    _, returncode, output = _workflow_with(tmp_path, text)
+    assert returncode != 0 and "invalid config: experiments.tiny.training.model: 'xxx" in output, output[-2000:]
+    assert "(1,000,002 characters) is not one of ['fast_char_lstm'" in output and len(output) < 20_000
+
+
+def _local(c, **keys):
+    c["experiments"]["tiny"]["training"]["local"].update(keys)
+
+
+def _trace(c, **spec):
+    c["traces"]["stationary"] = {"num_clients": 20, "rounds": 15, **spec}
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: _local(c, batch_size=100_000), r"experiments\.tiny\.training\.local\.batch_size: 100000 samples per "
+                                              r"minibatch, more than MAX_BATCH_SIZE = 8192; lower it \(algorithm "),
+    (lambda c: _local(c, batch_size=5000), r"experiments\.tiny\.training\.local\.batch_size: 5000 samples per "
+                                           r"minibatch, but mnist5k has only 4000 training samples; lower it"),
+    (lambda c: _trace(c, model="bernoulli", p=0),
+     r"traces\.stationary: trace spec key 'p' is 0 for every client: no client is ever available"),
+    (lambda c: _trace(c, model="bernoulli", p=[0.0] * 20, dynamics="sine"), r"traces\.stationary: trace spec key 'p' "
+                                                                            r"is 0 for every client"),
+    (lambda c: _trace(c, model="cyclic", groups=2, p=0), r"traces\.stationary: trace spec key 'p' is 0 for every"),
+    (lambda c: _trace(c, model="markov", p_on=0, p_off=0.5), r"traces\.stationary: trace spec key 'p_on' is 0 for"),
+    (lambda c: c["traces"]["stationary"].update(phi_max=[0] * 10),
+     r"traces\.stationary: trace spec key 'phi_max' is 0 for every class: no client is ever available"),
+    (lambda c: (c["traces"]["stationary"].update(rounds=1_000_000_000),
+                c["experiments"]["tiny"]["training"].update(rounds=1_000_000_000)),
+     r"traces\.stationary: trace spec key 'rounds': 1,000,000,000 rounds, more than MAX_ROUNDS = 100,000"),
+    (lambda c: c["experiments"]["tiny"]["training"].update(rounds=1_000_000_000),
+     r"experiments\.tiny\.training\.rounds: 1,000,000,000 rounds, more than MAX_ROUNDS = 100,000; lower it"),
+    (lambda c: c["traces"].update(big={"model": "bernoulli", "p": 0.5, "num_clients": 5000, "rounds": 100_000}),
+     r"traces\.big: trace spec keys 'rounds' and 'num_clients': drawing 100,000 rounds × 5,000 clients takes about "
+     r"14\.9 GiB \(32 bytes per round and client\), more than MAX_TRACE_BYTES = 4 GiB"),
+])
+def test_settings_that_stall_or_exhaust_a_job_are_refused(edit, message):
+    config = base_config()
+    edit(config)
+    with pytest.raises(fc.ConfigError, match=message):
+        checked_without_schema(config)
+
+
+def checked_without_schema(config: dict) -> None:
+    """fedavail.config.check alone: the plan layer refuses these whether or not the schema ran first."""
+    fc.check(copy.deepcopy(config))
+
+
+def test_the_documented_limits_are_the_codes():
+    from fedavail.config_yaml import MAX_NODES
+    from fedavail.plan.config import MAX_NAME_LENGTH
+    from fedavail.plan.experiments import MAX_ROUNDS
+    from fedavail.plan.grid import MAX_GRID_CELLS, MAX_RUNS
+    from fedavail.plan.local import MAX_BATCH_SIZE
+    from fedavail.plan.traces import MAX_TRACE_BYTES, TRACE_BYTES_PER_ENTRY
+
+    text = (REPO / "docs/configuration.md").read_text()
+    limits = {"MAX_NODES": f"{MAX_NODES:,} nodes", "MAX_NAME_LENGTH": f"{MAX_NAME_LENGTH} characters",
+              "MAX_GRID_CELLS": f"{MAX_GRID_CELLS:,} grid cells", "MAX_RUNS": f"{MAX_RUNS:,} training runs",
+              "MAX_ROUNDS": f"{MAX_ROUNDS:,} rounds", "MAX_BATCH_SIZE": f"{MAX_BATCH_SIZE} samples",
+              "MAX_TRACE_BYTES": f"{MAX_TRACE_BYTES / 2**30:g} GiB to draw a trace, at {TRACE_BYTES_PER_ENTRY} bytes"}
+    for constant, shown in limits.items():
+        assert re.search(rf"^\| {re.escape(shown)}.* \| `{constant}` \|$", text, re.MULTILINE), constant
+
+
+CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+
+
+@CUDA
+@pytest.mark.parametrize("stage, spec", [("train", "{}"), ("train-seeds", "[{}]")])
+def test_training_on_a_missing_cuda_device_fails_in_one_line(tmp_path, stage, spec):
+    command = [sys.executable, "-m", "fedavail", stage, "--prepared", "p", "--partition", "a", "--trace", "t",
+               "--out-dir", "o", "--spec", spec, "--device", "cuda:1"]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr == (f"fedavail {stage}: --device 'cuda:1', but CUDA is not available on this machine; use "
+                             f"--device auto or cpu\n")
+
+
+@CUDA
+def test_workflow_refuses_cuda_for_local_jobs_on_a_machine_without_it(tmp_path):
+    workdir = copy_workflow(tmp_path / "wf")
+    args = ("-n", "--configfile", "config/test.yaml", "--config", "execution={device: cuda}")
+    result = snakemake(workdir, *args, check=False)
+    assert result.returncode != 0
+    assert ("invalid config: execution.device: 'cuda', but CUDA is not available on this machine, where the jobs run"
+            in result.stdout + result.stderr)
+    # A cluster executor's jobs run on its nodes, which may have the GPUs this machine lacks.
+    snakemake(workdir, *args, "--executor", "slurm", "--jobs", "1")

@@ -176,3 +176,77 @@ def test_malformed_grids_and_sets_are_errors_naming_the_key(config, message):
     with pytest.raises(fc.ConfigError) as error:
         expand(config)
     assert str(error.value).startswith(message), str(error.value)
+
+
+def test_a_grid_beyond_the_cell_limit_is_refused_before_it_expands():
+    axes = {f"a{i}": [1, 2, 3] for i in range(11)}  # 177,147 cells
+    name = "e" + "".join(f"_{{{axis}}}" for axis in axes)
+    with pytest.raises(fc.ConfigError, match=re.escape(
+            f"experiments.{name}.grid: 177,147 cells ({' × '.join(['3'] * 11)}); a config's grids may have at most "
+            f"MAX_GRID_CELLS = 10,000 cells in all")):
+        expand({"experiments": {name: {"grid": axes}}})
+
+
+def test_the_cell_limit_counts_every_grid_of_the_config():
+    partitions = {"p_{a}": {"grid": {"a": list(range(6000))}}}
+    with pytest.raises(fc.ConfigError, match=re.escape("experiments.e_{b}.grid: 5,000 cells (5000); 6,000 cells of "
+                                                       "grids before it; a config's grids may have at most")):
+        expand({"partitions": partitions, "experiments": {"e_{b}": {"grid": {"b": list(range(5000))}}}})
+    claim = {"claim": "{x}", "grid": {"x": list(range(200))},
+             "check": {"all_of": {"grid": {"y": list(range(100))}, "check": {"greater": ["{x}", "{y}"]}}}}
+    with pytest.raises(fc.ConfigError, match=r"reports\.c\.claims\[0\]\.check\.all_of\.grid: 100 cells \(100\); "
+                                             r"[0-9,]+ cells of grids before it"):
+        expand({"reports": {"c": {"kind": "claims", "claims": [claim]}}})
+
+
+def test_more_runs_than_the_limit_are_refused():
+    config = {"seeds": list(range(50_001)), "algorithms": ALGORITHMS,
+              "experiments": {"e": {"algorithms": ["fedavg", "fedprox"]}}}
+    with pytest.raises(fc.ConfigError, match=re.escape("experiments: 100,002 training runs (experiments × algorithms × "
+                                                       "seeds), more than MAX_RUNS = 100,000")):
+        expand(config)
+    config["experiments"]["e"]["seeds"] = [0]
+    expand(config)
+
+
+@pytest.mark.parametrize("template, formatting", [
+    ("e{a:0>300}", "':0>300'"), ("e{a:>400000000}", "':>400000000'"), ("e{a!r}", "'!r'"), ("e_{a!s:>3}", "'!s:>3'")])
+def test_format_specs_and_conversions_in_grid_fields_are_refused_before_formatting(template, formatting):
+    with pytest.raises(fc.ConfigError, match=re.escape(f"experiments.{template}: {template!r} formats field 'a' with "
+                                                       f"{formatting}; a field is a plain {{axis}}")):
+        expand({"experiments": {template: {"grid": {"a": [1]}}}})
+    with pytest.raises(fc.ConfigError, match=re.escape(f"experiments.e_{{a}}.partition: {template!r} formats field")):
+        expand({"experiments": {"e_{a}": {"grid": {"a": [1]}, "partition": template}}})
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "config").glob("*.yaml")), ids=lambda path: path.name)
+def test_every_config_expands_within_the_limits(path):
+    """No config uses a format spec, an overlong name or more cells or runs than the limits allow."""
+    fc.check(load([path]))
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"algorithms": ALGORITHMS, "algorithm_sets": {"s": [{"x": 1}]}},
+     "algorithm_sets.s[0]: {'x': 1} is not the name of an algorithm or an algorithm set"),
+    ({"algorithms": ALGORITHMS, "algorithm_sets": {"s": "fedavg"}},
+     "algorithm_sets.s: must be a list of algorithm or set names, got str"),
+    ({"algorithms": ALGORITHMS, "algorithm_sets": {3: ["fedavg"]}}, "algorithm_sets.3: a set's name must be a string"),
+    ({"algorithms": ALGORITHMS, "algorithm_sets": {"s" * 101: ["fedavg"]}},
+     "algorithm_sets.'sssssssss"),
+    ({"algorithms": ALGORITHMS, "experiments": {"e": {"algorithms": ["fedavg", ["fedprox"]]}}},
+     "experiments.e.algorithms[1]: ['fedprox'] is not the name of an algorithm or an algorithm set"),
+    ({"algorithms": ALGORITHMS, "experiments": {"e": {"algorithms": ["fedavg"]}},
+      "reports": {"r": {"experiments": ["e"], "algorithms": [None]}}},
+     "reports.r.algorithms[0]: None is not the name of an algorithm or an algorithm set"),
+    ({"algorithms": 5, "algorithm_sets": {"s": ["fedavg"]}}, "algorithms: must map names to entries, got int"),
+    ({"experiments": ["e"]}, "experiments: must map names to entries, got list"),
+    ({"experiments": {"e_{a}": {"grid": {1: [1]}}}},
+     "experiments.e_{a}.grid: axis 1 must be a name (a string): {fields} name axes"),
+    ({"experiments": {"e_{a}": {"grid": {"a": "x"}}}},
+     "experiments.e_{a}.grid.a: an axis is a list of values or a mapping of value -> overrides, got str"),
+    ({"experiments": {"e_{a}": {"grid": {"a": [[1]]}}}}, "experiments.e_{a}.grid.a: axis value [1] must be"),
+])
+def test_malformed_sets_and_axes_are_errors_naming_the_key_not_type_errors(config, message):
+    with pytest.raises(fc.ConfigError) as error:
+        expand(config)
+    assert str(error.value).startswith(message), str(error.value)

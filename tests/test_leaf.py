@@ -16,7 +16,7 @@ from fedavail.data.partition import make_partition
 from fedavail.data.prepare import prepare
 from fedavail.data.prepared import load_prepared, save_prepared, text_windows
 from fedavail.data.shakespeare import ALL_LETTERS
-from fedavail.io import shorten
+from fedavail.plan.config import shorten
 
 from tiny_run import copy_workflow_files, planned_jobs, snakemake
 
@@ -180,14 +180,14 @@ def test_each_user_is_checked_naming_the_file_and_the_user(tmp_path, edit, user,
 
 def test_values_quoted_in_errors_are_shortened(tmp_path):
     assert shorten("abc") == "'abc'"
-    assert shorten("a" * 1000) == "'" + "a" * 199 + "... (1002 characters in all)"
+    assert shorten("a" * 1000) == "'" + "a" * 199 + "… (1,002 characters)"
     # A whole field's string where a list belongs, and one huge target inside the list.
     for edit in (_set("HAMLET_HAMLET", "y", "e" * 20_000_000), _set_sample("HAMLET_HAMLET", "y", 0, "e" * 20_000_000)):
         path = _broken(tmp_path, edit)
         with pytest.raises(DatasetError) as error:
             prepare(leaf.NAME, tmp_path, {})
         message = str(error.value)
-        assert str(path) in message and "'HAMLET_HAMLET'" in message and "(20000002 characters in all)" in message
+        assert str(path) in message and "'HAMLET_HAMLET'" in message and "(20,000,002 characters)" in message
         assert len(message) < len(str(path)) + 400
 
 

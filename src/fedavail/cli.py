@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from fedavail.plan.experiments import Execution
+from fedavail.plan.experiments import DEVICE, Execution
 
 
 def _spec(text: str) -> dict:
@@ -80,8 +80,19 @@ def _claim_gpu(args) -> None:
         claim(args.gpu_slots, args.device)
 
 
+def _check_device(args) -> None:
+    """A CUDA device this machine lacks: one line naming --device, before any data is loaded."""
+    from fedavail.train import DeviceUnavailable, check_device
+
+    try:
+        check_device(args.device)
+    except DeviceUnavailable as error:
+        raise SystemExit(f"fedavail {args.stage}: --device {error}; use --device auto or cpu") from None
+
+
 def cmd_train(args) -> int:
     _claim_gpu(args)
+    _check_device(args)
     from fedavail.train import Execution, run
 
     execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
@@ -92,6 +103,7 @@ def cmd_train(args) -> int:
 
 def cmd_train_seeds(args) -> int:
     _claim_gpu(args)
+    _check_device(args)
     from fedavail.train import Execution, RunInputs, run_seeds
 
     count = len(args.spec)
@@ -113,6 +125,12 @@ def _specs(text: str) -> list[dict]:
     if not isinstance(specs, list) or not specs or not all(isinstance(s, dict) for s in specs):
         raise argparse.ArgumentTypeError("--spec must be a non-empty JSON list of objects, one run spec per seed")
     return specs
+
+
+def _device(text: str) -> str:
+    if not DEVICE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not auto, cpu, cuda or cuda:N")
+    return text
 
 
 def _batched(value: str) -> str | bool:
@@ -199,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _execution_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = Execution()  # the config's `execution` defaults
     parser.add_argument("--threads", type=int, default=defaults.train_threads)
-    parser.add_argument("--device", default=defaults.device, help="auto (CUDA when present), cpu, cuda, cuda:N")
+    parser.add_argument("--device", type=_device, default=defaults.device,
+                        help="auto (CUDA when present), cpu, cuda, cuda:N")
     parser.add_argument("--batched", default=str(defaults.batched), choices=["auto", "true", "false", "True", "False"],
                         help="vmap over clients (auto: on CUDA)")
     parser.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)

@@ -5,13 +5,13 @@ settings themselves, their defaults and checks are the torch-free plan layer (fe
 import json
 
 from fedavail.config_checks import check_combinations, check_finite, check_names
-from fedavail.plan.config import (BUNDLED_DATASETS, PAPER_DATASETS, ConfigError, Run, check_entries, dataset_spec,
-                                  experiment_seeds, local_spec, partition_spec, run_spec, runs, trace_needs_partition,
-                                  trace_spec)
+from fedavail.plan.config import (BUNDLED_DATASETS, MAX_MESSAGE_LENGTH, PAPER_DATASETS, ConfigError, Run,
+                                  check_entries, cut, dataset_spec, experiment_seeds, local_spec, partition_spec,
+                                  run_spec, runs, shorten, trace_needs_partition, trace_spec)
 
 __all__ = ["BUNDLED_DATASETS", "PAPER_DATASETS", "ConfigError", "Run", "as_json", "check", "check_reports",
            "dataset_spec", "experiment_seeds", "local_spec", "partition_spec", "report_spec",
-           "run_spec", "runs", "trace_needs_partition", "trace_spec"]
+           "run_spec", "runs", "schema_problem", "trace_needs_partition", "trace_spec"]
 
 
 def check(config: dict) -> None:
@@ -21,6 +21,13 @@ def check(config: dict) -> None:
     check_entries(config)
     check_combinations(config)
     check_reports(config)
+
+
+def schema_problem(error) -> str:
+    """A JSON-schema validation error as `<key>: <problem>`, the offending value shortened (the validator's own text
+    repeats it, whatever its size, and its part of the schema)."""
+    key = ".".join(str(part) for part in error.absolute_path) or "config"
+    return cut(f"{key}: {error.message.replace(repr(error.instance), shorten(error.instance))}", MAX_MESSAGE_LENGTH)
 
 
 def check_reports(config: dict) -> None:

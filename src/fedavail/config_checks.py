@@ -7,7 +7,8 @@ import math
 import re
 
 from fedavail.plan.algorithms import AlgorithmOptions, FastOptions, FedAvgOptions, resolve_algorithm
-from fedavail.plan.config import ConfigError, trace_spec, without
+from fedavail.plan.config import ConfigError, check_name_length, shorten, trace_spec, without
+from fedavail.plan.local import LocalOptions
 from fedavail.plan.partitions import SCHEMES_DRAWING_NU
 from fedavail.plan.traces import check_trace_for, records_prob
 
@@ -25,8 +26,10 @@ def check_names(config: dict) -> None:
     for section in NAMED_SECTIONS:
         for name in config.get(section) or {}:
             if not isinstance(name, str) or not NAME.fullmatch(name):
-                raise ConfigError(f"{section}.{name!r}: a name must match {NAME.pattern} (letters, digits, '.', '_', "
-                                  f"'+', '-'; starting with a letter or digit): names become folders and shell words")
+                raise ConfigError(f"{section}.{shorten(name)}: a name must match {NAME.pattern} (letters, digits, '.', "
+                                  f"'_', '+', '-'; starting with a letter or digit): names become folders and shell "
+                                  f"words")
+            check_name_length(section, name)
 
 
 def check_finite(value, key: str = "config") -> None:
@@ -53,9 +56,19 @@ def check_combinations(config: dict) -> None:
     options = {name: resolve_algorithm(spec["algorithm"], without(spec, "algorithm", "lr"))
                for name, spec in config["algorithms"].items()}
     for name, experiment in config["experiments"].items():
+        _check_batch_size(config, name, experiment)
         trace = trace_spec(config, experiment["trace"])
         for algorithm in experiment["algorithms"]:
             _check_algorithm_on_trace(name, experiment["trace"], trace, algorithm, options[algorithm])
+
+
+def _check_batch_size(config: dict, name: str, experiment: dict) -> None:
+    dataset = config["partitions"][experiment["partition"]]["dataset"]
+    samples = TRAIN_SAMPLES.get(dataset)
+    batch_size = (experiment["training"].get("local") or {}).get("batch_size", LocalOptions.batch_size)
+    if samples is not None and batch_size > samples:
+        raise ConfigError(f"experiments.{name}.training.local.batch_size: {batch_size} samples per minibatch, but "
+                          f"{dataset} has only {samples} training samples; lower it")
 
 
 def _check_trace_combinations(config: dict, name: str) -> None:

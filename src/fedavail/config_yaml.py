@@ -1,6 +1,8 @@
 """Reading config files strictly: a key given twice in one mapping is an error (not "the later one wins"), and
 numbers in scientific notation (1e-3, 1.0e6, 5E+2) are numbers. PyYAML follows YAML 1.1, which reads those as
-strings; this loader resolves floats as YAML 1.2 does."""
+strings; this loader resolves floats as YAML 1.2 does. YAML 1.1 also reads 010 as 8 (octal) and 1:00 as 60 (base
+60): such a plain scalar is an error here, not a number nobody meant. A document whose aliases expand to more than
+MAX_NODES nodes (a "billion laughs") is refused before it is built."""
 
 import re
 from pathlib import Path
@@ -8,6 +10,10 @@ from pathlib import Path
 import yaml
 
 from fedavail.config import ConfigError
+from fedavail.plan.config import shorten
+
+# Nodes of a document with its aliases expanded: each paper config has about a thousand.
+MAX_NODES = 100_000
 
 # YAML 1.2 core schema floats (the exponent's sign optional, digits on at least one side of the point), with the
 # underscores YAML 1.1 allows.
@@ -16,9 +22,48 @@ _FLOAT = re.compile(r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
                         |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
                         |[-+]?\.(?:inf|Inf|INF)
                         |\.(?:nan|NaN|NAN))$""", re.X)
+# Integers: decimal without a leading zero, or hexadecimal (0x1F) and binary (0b101) as YAML 1.1 writes them.
+_INT = re.compile(r"""^(?:[-+]?(?:0|[1-9][0-9_]*)
+                      |[-+]?0x[0-9a-fA-F_]+
+                      |[-+]?0b[0-1_]+)$""", re.X)
+# What YAML 1.1 reads as another number than it shows: a leading zero (octal 010 = 8; 08 a string) and base 60
+# (1:00 = 60, 1:30.5 = 90.5).
+_AMBIGUOUS_NUMBER = re.compile(r"""^(?:[-+]?0[0-9_]+
+                                   |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)$""", re.X)
+_AMBIGUOUS_TAG = "tag:fedavail,2024:ambiguous-number"
 
 
 class StrictLoader(yaml.SafeLoader):
+    def get_single_data(self):
+        node = self.get_single_node()
+        if node is None:
+            return None
+        nodes = self._expanded_size(node, {})
+        if nodes > MAX_NODES:
+            raise ConfigError(f"{self.name}: with its aliases (*name) expanded the document has {nodes:,} nodes, more "
+                              f"than MAX_NODES = {MAX_NODES:,}; write repeated settings once (grids, algorithm sets) "
+                              f"instead of aliases of aliases")
+        return self.construct_document(node)
+
+    def _expanded_size(self, node, sizes: dict) -> int:
+        """Nodes under `node` with every alias expanded; memoised per node (an alias is the node it names), so a tree
+        of 9^9 aliased nodes costs one visit per node written."""
+        if id(node) in sizes:
+            if sizes[id(node)] is None:
+                raise ConfigError(f"{self.name}, line {node.start_mark.line + 1}: an alias inside the node it names "
+                                  f"(a structure containing itself); remove the alias")
+            return sizes[id(node)]
+        sizes[id(node)] = None
+        if isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self._expanded_size(item, sizes) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size = 1 + sum(self._expanded_size(key, sizes) + self._expanded_size(value, sizes)
+                           for key, value in node.value)
+        else:
+            size = 1
+        sizes[id(node)] = size
+        return size
+
     def construct_mapping(self, node, deep=False):
         seen = {}
         for key_node, _ in node.value:
@@ -26,18 +71,30 @@ class StrictLoader(yaml.SafeLoader):
                 continue
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
-                raise ConfigError(f"{self.name}: key {key!r} appears twice in one mapping (lines {seen[key] + 1} and "
-                                  f"{key_node.start_mark.line + 1}); remove one")
+                raise ConfigError(f"{self.name}: key {shorten(key)} appears twice in one mapping (lines "
+                                  f"{seen[key] + 1} and {key_node.start_mark.line + 1}); remove one")
             seen[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
 
+    def construct_ambiguous_number(self, node):
+        raise ConfigError(f"{self.name}, line {node.start_mark.line + 1}: {shorten(node.value)} is another number "
+                          f"in YAML 1.1 than it reads (010 is 8, 1:00 is 60); write the number without leading zeros "
+                          f"(10), or quote it for a string ('010')")
 
+
+_REPLACED = ("tag:yaml.org,2002:float", "tag:yaml.org,2002:int")
 StrictLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:float"]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _REPLACED]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
+StrictLoader.add_implicit_resolver(_AMBIGUOUS_TAG, _AMBIGUOUS_NUMBER, list("-+0123456789"))
 StrictLoader.add_constructor("tag:yaml.org,2002:map", StrictLoader.construct_yaml_map)
+StrictLoader.add_constructor(_AMBIGUOUS_TAG, StrictLoader.construct_ambiguous_number)
+
+
+YTE_KEY = "__use_yte__"
 
 
 def load_config_file(path: str | Path) -> dict:
@@ -49,6 +106,9 @@ def load_config_file(path: str | Path) -> dict:
         raise ConfigError(f"{path} is not valid YAML: {error}") from error
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: a config file must be a mapping of keys, got {type(loaded).__name__}")
+    if YTE_KEY in loaded:
+        raise ConfigError(f"{path}: {YTE_KEY} makes Snakemake evaluate the file as a YTE template, running the Python "
+                          f"in it (it already did while loading it); fedavail configs are data: remove the key")
     return loaded
 
 

@@ -47,15 +47,6 @@ def atomic_path(path: str | os.PathLike):
         raise
 
 
-def shorten(value, limit: int = 200) -> str:
-    """repr(value) for an error message, cut to `limit` characters with its full length noted: a value read from a
-    data file can be megabytes long."""
-    text = repr(value)
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text)} characters in all)"
-
-
 def remove_temporaries(directory: str | os.PathLike) -> list[Path]:
     """Delete the temporary files that atomic_path left in `directory` when a process was killed mid-write. Call it
     only where no other process is writing (e.g. a run folder at the start of its one job)."""

@@ -48,9 +48,25 @@ def evaluation_due(round_index: int, rounds: int, eval_every: int, last_n: int) 
     return round_index % eval_every == 0 or round_index >= rounds - last_n
 
 
+class DeviceUnavailable(RuntimeError):
+    """The CUDA device asked for is not on this machine."""
+
+
+def check_device(requested: str) -> None:
+    """Raise DeviceUnavailable when `requested` names a CUDA device (cuda, cuda:N) this machine lacks."""
+    if not requested.startswith("cuda"):
+        return
+    if not torch.cuda.is_available():
+        raise DeviceUnavailable(f"{requested!r}, but CUDA is not available on this machine")
+    index = int(requested.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise DeviceUnavailable(f"{requested!r}, but this machine has {torch.cuda.device_count()} CUDA device(s)")
+
+
 def pick_device(requested: str) -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    check_device(requested)
     return torch.device(requested)
 
 

@@ -1,10 +1,12 @@
 # Helpers shared by the rules: config validation (strict YAML, schema, then fedavail.config.check), damaged files set
 # aside, and the job grid.
+import functools
 import math
 import re
 import shlex
 import sys
 
+import jsonschema
 import fedavail.config as fc
 import fedavail.config_yaml as fy
 import fedavail.data.raw_digests as rd
@@ -27,7 +29,13 @@ except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 config.clear()
 config.update(strict_config)
-validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+try:
+    validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+except WorkflowError as error:
+    # Snakemake's message prints the offending value and its schema in full: name the key, cut the value.
+    if not isinstance(error.__context__, jsonschema.ValidationError):
+        raise
+    raise WorkflowError(f"invalid config: {fc.schema_problem(error.__context__)}") from None
 try:
     fc.check(config)
 except fc.ConfigError as error:
@@ -179,7 +187,29 @@ def trace_partition_option(wildcards, input):
     return f"--partition {shlex.quote(input.partition)}" if "partition" in input.keys() else ""
 
 
+@functools.cache
+def check_device_of_local_jobs():
+    """execution.device naming CUDA that this machine lacks, when the jobs run here: an error before any job starts.
+    Snakemake names its executor only when it builds the DAG (the training rules' input functions call this), and
+    a dry run replaces it by its own; the executor asked for still shows in use_threads, which Snakemake turns on
+    for every executor that is not local (cluster nodes may have GPUs the submit host lacks)."""
+    executor = workflow.executor_plugin
+    if executor is None or not workflow.is_main_process or not EXECUTION["device"].startswith("cuda"):
+        return
+    if executor.common_settings.local_exec and not workflow.execution_settings.use_threads:
+        from fedavail.train import DeviceUnavailable, check_device
+
+        try:
+            check_device(EXECUTION["device"])
+        except DeviceUnavailable as error:
+            raise WorkflowError(
+                f"invalid config: execution.device: {error}, where the jobs run; set execution.device: auto or "
+                "cpu, or run the jobs through a cluster executor (profiles/slurm)"
+            )
+
+
 def train_inputs(wildcards):
+    check_device_of_local_jobs()
     experiment = config["experiments"][wildcards.experiment]
     partition = config["partitions"][experiment["partition"]]
     return {
@@ -210,6 +240,7 @@ def experiments_with_seeds(seeds):
 
 def train_seeds_inputs(wildcards):
     """A multi-seed job's inputs: the shared prepared data, each seed's partition and trace (in seed order)."""
+    check_device_of_local_jobs()
     experiment = config["experiments"][wildcards.experiment]
     seeds = fc.experiment_seeds(config, wildcards.experiment)
     return {

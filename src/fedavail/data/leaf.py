@@ -21,7 +21,7 @@ import torch
 from fedavail.data import download
 from fedavail.data.download import DatasetError, file_digests
 from fedavail.data.shakespeare import ALL_LETTERS
-from fedavail.io import shorten
+from fedavail.plan.config import shorten
 
 NAME = download.PLACED_BY_HAND
 _LETTER_ID = {c: i for i, c in enumerate(ALL_LETTERS)}

@@ -15,8 +15,35 @@ PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_le
 DATASETS = BUNDLED_DATASETS + PAPER_DATASETS
 
 
+# Characters of a config value an error message echoes, and of a whole message (a value of a megabyte, or a long
+# chain of values in a message built from a plan-layer error, would otherwise flood the terminal).
+MAX_ECHO_LENGTH = 200
+MAX_MESSAGE_LENGTH = 2000
+# Names become folders and file names (results/runs/<experiment>/<algorithm>/..., well below the 255 bytes of one).
+MAX_NAME_LENGTH = 100
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, cut after `limit` characters with a note of its full length."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def shorten(value, limit: int = MAX_ECHO_LENGTH) -> str:
+    """repr(value) as an error message echoes it: cut after `limit` characters."""
+    return cut(repr(value), limit)
+
+
 class ConfigError(ValueError):
-    """A config value that cannot run; the message names the key."""
+    """A config value that cannot run; the message names the key (and is cut after MAX_MESSAGE_LENGTH characters)."""
+
+    def __init__(self, message: str):
+        super().__init__(cut(message, MAX_MESSAGE_LENGTH))
+
+
+def check_name_length(section: str, name: str) -> None:
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(f"{section}.{shorten(name, 60)}: a name of {len(name)} characters, more than "
+                          f"MAX_NAME_LENGTH = {MAX_NAME_LENGTH} (names become folders and file names); shorten it")
 
 
 def wrap(key: str, validate, *args):
@@ -37,7 +64,7 @@ def check_entries(config: dict) -> None:
     _typed(Execution, config.get("execution", {}), "execution")
     for name, spec in config["partitions"].items():
         if spec.get("dataset") not in DATASETS:
-            raise ConfigError(f"partitions.{name}.dataset: {spec.get('dataset')!r} is not one of {DATASETS}")
+            raise ConfigError(f"partitions.{name}.dataset: {shorten(spec.get('dataset'))} is not one of {DATASETS}")
         wrap(f"partitions.{name}", resolve_partition, without(spec, "dataset"))
     for name in config["traces"]:
         _check_trace(config, name)
@@ -52,7 +79,7 @@ def _check_trace(config: dict, name: str) -> None:
     if spec["model"] in TRACE_MODELS_NEEDING_PARTITION:
         if spec.get("partition") not in config["partitions"]:
             raise ConfigError(f"{key}.partition: model {spec['model']!r} needs a partition defined under "
-                              f"'partitions' (got {spec.get('partition')!r})")
+                              f"'partitions' (got {shorten(spec.get('partition'))})")
     elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
         raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
     wrap(key, trace_spec, config, name)
@@ -63,10 +90,10 @@ def _check_experiment(config: dict, name: str) -> None:
     _typed(Experiment, experiment, key)
     for ref, table in (("partition", "partitions"), ("trace", "traces")):
         if experiment[ref] not in config[table]:
-            raise ConfigError(f"{key}.{ref}: {experiment[ref]!r} is not defined under '{table}'")
+            raise ConfigError(f"{key}.{ref}: {shorten(experiment[ref])} is not defined under '{table}'")
     for algorithm in experiment["algorithms"]:
         if algorithm not in config["algorithms"]:
-            raise ConfigError(f"{key}.algorithms: {algorithm!r} is not defined under 'algorithms'")
+            raise ConfigError(f"{key}.algorithms: {shorten(algorithm)} is not defined under 'algorithms'")
     training = _typed(Training, experiment["training"], f"{key}.training")
     _typed(Augmentation, training.augmentation, f"{key}.training.augmentation")
     for algorithm in experiment["algorithms"]:

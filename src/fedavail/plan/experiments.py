@@ -8,6 +8,9 @@ from fedavail.plan.models import MODEL_NAMES
 from fedavail.plan.options import check_choices, is_number, option
 
 DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
+# Rounds of a run or a trace: 5 times the longest paper run (20,000), days of training at seconds a round. A run
+# keeps a metrics row per round in memory and in its checkpoints, a trace several arrays of rounds x clients.
+MAX_ROUNDS = 100_000
 AUGMENTATION_DRAWS = ("per_image", "per_batch")
 
 
@@ -38,7 +41,7 @@ class Training:
     """`experiments.<name>.training`: what every run of the experiment trains."""
 
     model: str = option(doc="the model, by name", choices=tuple(MODEL_NAMES))
-    rounds: int = option(doc="communication rounds R")
+    rounds: int = option(doc=f"communication rounds R, at most {MAX_ROUNDS:,}")
     local: dict = option({}, "local optimisation, see training.local")
     eval_every: int = option(10, "evaluate the global model every this many rounds")
     last_n: int = option(20, "final rounds evaluated every round and averaged in the tables")
@@ -49,6 +52,8 @@ class Training:
         if self.model not in MODEL_NAMES:
             raise ValueError(f"model: unknown model {self.model!r}; known: {MODEL_NAMES}")
         _positive_integers(self, "rounds", "eval_every", "last_n", "train_eval_samples")
+        if self.rounds > MAX_ROUNDS:
+            raise ValueError(f"rounds: {self.rounds:,} rounds, more than MAX_ROUNDS = {MAX_ROUNDS:,}; lower it")
         if self.last_n > self.rounds:
             raise ValueError(f"last_n: {self.last_n} exceeds rounds {self.rounds}")
 

@@ -13,17 +13,26 @@ downstream sees them (docs/configuration.md, "Grids").
 - A claim of a `claims` report with a `grid:` stands for one claim per cell (`{axis}` filled in its text, source,
   check and paper); a check `all_of: {grid: {...}, check: ...}` stands for the list of that check over its cells
   (inside a claim grid, both grids' axes fill it). Strings of claims without a grid are left as written.
+
+A config expands to at most MAX_GRID_CELLS cells (all its grids together, each counted before it is expanded) and
+MAX_RUNS training runs.
 """
 
 import itertools
+import math
 import string
 from fnmatch import fnmatchcase
 
-from fedavail.plan.config import ConfigError
+from fedavail.plan.config import ConfigError, check_name_length, shorten
 from fedavail.config_yaml import load_config_files, merge
 
 GRID_SECTIONS = ("partitions", "traces", "algorithms", "experiments")
 GLOB_CHARACTERS = "*?["
+# Every cell is an entry (or a claim, or a check) the workflow plans jobs for: 177,147 experiments (11 axes of 3
+# values) exhausted the memory of Snakemake's DAG. The paper configs have a few hundred cells each.
+MAX_GRID_CELLS = 10_000
+# Training runs: experiments × their algorithms × their seeds (the paper configs: at most 1,278).
+MAX_RUNS = 100_000
 
 
 def load(paths) -> dict:
@@ -34,46 +43,94 @@ def load(paths) -> dict:
 def expand(config: dict) -> dict:
     """A copy of `config` with every grid entry replaced by its cells, set names by their algorithms, experiment
     patterns by the experiments they match; `algorithm_sets` is removed."""
+    for section in (*GRID_SECTIONS, "reports"):
+        if config.get(section) is not None and not isinstance(config[section], dict):
+            raise ConfigError(f"{section}: must map names to entries, got {type(config[section]).__name__}")
+    budget = _CellBudget()
     expanded = dict(config)
     for section in GRID_SECTIONS:
-        if isinstance(config.get(section), dict):
-            expanded[section] = _expand_section(section, config[section])
+        if config.get(section) is not None:
+            expanded[section] = _expand_section(section, config[section], budget)
     algorithms = expanded.get("algorithms") or {}
     sets = _algorithm_sets(expanded.pop("algorithm_sets", None) or {}, algorithms)
     experiments = expanded.get("experiments")
     if isinstance(experiments, dict):
         expanded["experiments"] = {name: _with_sets(f"experiments.{name}", entry, sets, algorithms)
                                    for name, entry in experiments.items()}
-    if isinstance(expanded.get("reports"), dict):
+    if expanded.get("reports") is not None:
         expanded["reports"] = {
             name: _with_claims(f"reports.{name}", _with_patterns(
-                f"reports.{name}", _with_sets(f"reports.{name}", report, sets, algorithms), list(experiments or {})))
+                f"reports.{name}", _with_sets(f"reports.{name}", report, sets, algorithms), list(experiments or {})),
+                budget)
             for name, report in expanded["reports"].items()}
+    _check_run_count(expanded)
     return expanded
+
+
+class _CellBudget:
+    """The grid cells of a config expanded so far, at most MAX_GRID_CELLS; a grid is counted before it expands."""
+
+    def __init__(self):
+        self.cells = 0
+
+    def take(self, key: str, axes: dict) -> None:
+        cells = math.prod(len(values) for values in axes.values())
+        self.cells += cells
+        if self.cells > MAX_GRID_CELLS:
+            sizes = " × ".join(str(len(values)) for values in axes.values())
+            before = f"; {self.cells - cells:,} cells of grids before it" if self.cells > cells else ""
+            raise ConfigError(f"{key}.grid: {cells:,} cells ({sizes}){before}; a config's grids may have at most "
+                              f"MAX_GRID_CELLS = {MAX_GRID_CELLS:,} cells in all: drop axis values or split the config")
+
+
+def _check_run_count(config: dict) -> None:
+    runs = 0
+    for experiment in (config.get("experiments") or {}).values():
+        if isinstance(experiment, dict):
+            algorithms, seeds = experiment.get("algorithms"), experiment.get("seeds", config.get("seeds"))
+            if isinstance(algorithms, list) and isinstance(seeds, list):
+                runs += len(algorithms) * len(seeds)
+    if runs > MAX_RUNS:
+        raise ConfigError(f"experiments: {runs:,} training runs (experiments × algorithms × seeds), more than "
+                          f"MAX_RUNS = {MAX_RUNS:,}; split the config or use fewer seeds")
 
 
 def _algorithm_sets(sets, algorithms: dict) -> dict:
     if not isinstance(sets, dict):
         raise ConfigError(f"algorithm_sets: must map set names to lists of algorithms, got {type(sets).__name__}")
-    for name in sets:
+    for name, members in sets.items():
+        if not isinstance(name, str):
+            raise ConfigError(f"algorithm_sets.{shorten(name)}: a set's name must be a string")
+        check_name_length("algorithm_sets", name)
         if name in algorithms:
             raise ConfigError(f"algorithm_sets.{name}: {name!r} is also an algorithm's name; rename one")
+        if not isinstance(members, list):
+            raise ConfigError(f"algorithm_sets.{name}: must be a list of algorithm or set names, got "
+                              f"{type(members).__name__}")
+        _check_name_list(f"algorithm_sets.{name}", members)
     return sets
 
 
-def _expand_section(section: str, entries: dict) -> dict:
+def _check_name_list(key: str, names: list) -> None:
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            raise ConfigError(f"{key}[{i}]: {shorten(name)} is not the name of an algorithm or an algorithm set")
+
+
+def _expand_section(section: str, entries: dict, budget: _CellBudget) -> dict:
     expanded, origin = {}, {}
     for name, entry in entries.items():
         key = f"{section}.{name}"
         if isinstance(name, str) and _fields(key, name):
-            cells = _cells(key, name, entry)
+            cells = _cells(key, name, entry, budget)
         elif isinstance(entry, dict) and "grid" in entry:
             raise ConfigError(f"{key}.grid: a grid entry's name needs a field per axis, e.g. '{name}_{{axis}}'")
         else:
             cells = [(name, entry)]
         for cell_name, cell in cells:
             if cell_name in expanded and origin[cell_name] == key:
-                raise ConfigError(f"{key}: two cells are named {cell_name!r}; the name needs a field for every axis")
+                raise ConfigError(f"{key}: two cells are named {shorten(cell_name)}; the name needs a field for every "
+                                  f"axis")
             if cell_name in expanded:
                 raise ConfigError(f"{key}: produces {section}.{cell_name}, which {origin[cell_name]} also defines")
             expanded[cell_name] = cell
@@ -81,27 +138,36 @@ def _expand_section(section: str, entries: dict) -> dict:
     return expanded
 
 
-def _cells(key: str, template: str, entry) -> list[tuple[str, dict]]:
+def _cells(key: str, template: str, entry, budget: _CellBudget) -> list[tuple[str, dict]]:
     if not isinstance(entry, dict) or not isinstance(entry.get("grid"), dict) or not entry["grid"]:
         raise ConfigError(f"{key}: a name with {{fields}} is a grid and needs a non-empty `grid:` mapping of axes")
-    axes = {axis: _axis_values(f"{key}.grid.{axis}", values) for axis, values in entry["grid"].items()}
+    axes = _axes(key, entry)
     for field in _fields(key, template):
         if field not in axes:
             raise ConfigError(f"{key}: the name uses {{{field}}}, which is not an axis of its grid "
                               f"(axes: {sorted(axes)})")
     return [(_format(key, template, values), _substitute(key, cell, values))
-            for values, cell in _combinations(key, entry)]
+            for values, cell in _combinations(key, entry, budget)]
 
 
-def _combinations(key: str, entry: dict, outer: dict | None = None) -> list[tuple[dict, dict]]:
-    """(axis values, the entry without `grid` with the cell's overrides merged in) for every cell of its grid; the
-    values extend `outer` (an enclosing grid's)."""
+def _axes(key: str, entry: dict) -> dict[str, list[tuple[object, dict]]]:
+    """The entry's grid: axis name -> (value, overrides) pairs."""
     if not isinstance(entry.get("grid"), dict) or not entry["grid"]:
         raise ConfigError(f"{key}.grid: a non-empty mapping of axes")
-    axes = {axis: _axis_values(f"{key}.grid.{axis}", values) for axis, values in entry["grid"].items()}
+    for axis in entry["grid"]:
+        if not isinstance(axis, str):
+            raise ConfigError(f"{key}.grid: axis {shorten(axis)} must be a name (a string): {{fields}} name axes")
+    return {axis: _axis_values(f"{key}.grid.{axis}", values) for axis, values in entry["grid"].items()}
+
+
+def _combinations(key: str, entry: dict, budget: _CellBudget, outer: dict | None = None) -> list[tuple[dict, dict]]:
+    """(axis values, the entry without `grid` with the cell's overrides merged in) for every cell of its grid; the
+    values extend `outer` (an enclosing grid's)."""
+    axes = _axes(key, entry)
     clash = sorted(set(axes) & set(outer or {}))
     if clash:
         raise ConfigError(f"{key}.grid: axis {clash[0]!r} is already an axis of the enclosing grid")
+    budget.take(key, axes)
     base = {k: v for k, v in entry.items() if k != "grid"}
     cells = []
     for combination in itertools.product(*axes.values()):
@@ -113,20 +179,20 @@ def _combinations(key: str, entry: dict, outer: dict | None = None) -> list[tupl
     return cells
 
 
-def _with_claims(key: str, report):
+def _with_claims(key: str, report, budget: _CellBudget):
     if not isinstance(report, dict) or report.get("kind") != "claims" or not isinstance(report.get("claims"), list):
         return report
     claims = []
     for i, claim in enumerate(report["claims"]):
         at = f"{key}.claims[{i}]"
         if isinstance(claim, dict) and "grid" in claim:
-            claims += [_fill_claim(at, cell, values) for values, cell in _combinations(at, claim)]
+            claims += [_fill_claim(at, cell, values, budget) for values, cell in _combinations(at, claim, budget)]
         else:
-            claims.append(_fill_claim(at, claim, None))
+            claims.append(_fill_claim(at, claim, None, budget))
     return {**report, "claims": claims}
 
 
-def _fill_claim(key: str, value, values: dict | None):
+def _fill_claim(key: str, value, values: dict | None, budget: _CellBudget):
     """`value` with `{axis}` filled from `values` (None: strings kept as written) and `all_of` grids expanded."""
     if isinstance(value, dict):
         if set(value) == {"all_of"} and isinstance(value["all_of"], dict):
@@ -134,11 +200,11 @@ def _fill_claim(key: str, value, values: dict | None):
             where = f"{key}.all_of"
             if set(inner) != {"grid", "check"}:
                 raise ConfigError(f"{where}: a list of checks, or a mapping with `grid` and `check`")
-            return {"all_of": [_fill_claim(f"{where}.check", cell["check"], cell_values)
-                               for cell_values, cell in _combinations(where, inner, values)]}
-        return {k: _fill_claim(f"{key}.{k}", v, values) for k, v in value.items()}
+            return {"all_of": [_fill_claim(f"{where}.check", cell["check"], cell_values, budget)
+                               for cell_values, cell in _combinations(where, inner, budget, values)]}
+        return {k: _fill_claim(f"{key}.{k}", v, values, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [_fill_claim(f"{key}[{i}]", v, values) for i, v in enumerate(value)]
+        return [_fill_claim(f"{key}[{i}]", v, values, budget) for i, v in enumerate(value)]
     if values is None or not isinstance(value, str):
         return value
     return _substitute(key, value, values)
@@ -157,7 +223,8 @@ def _axis_values(key: str, values) -> list[tuple[object, dict]]:
         raise ConfigError(f"{key}: an axis needs at least one value")
     for value, overrides in pairs:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise ConfigError(f"{key}: axis value {value!r} must be a string or a number (it becomes part of names)")
+            raise ConfigError(f"{key}: axis value {shorten(value)} must be a string or a number (it becomes part of "
+                              f"names)")
         if overrides is None:
             raise ConfigError(f"{key}.{value}: give the overrides as a mapping ({{}} for none)")
         if not isinstance(overrides, dict):
@@ -167,11 +234,19 @@ def _axis_values(key: str, values) -> list[tuple[object, dict]]:
 
 
 def _fields(key: str, text: str) -> list[str]:
+    """The `{axis}` fields of a template. A format spec or conversion ({a:>9}, {a!r}) is refused: it is formatted
+    before any name check, and {a:>400000000} is a string of 400 MB."""
     try:
-        return [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
+        parsed = list(string.Formatter().parse(text))
     except ValueError as error:
-        raise ConfigError(f"{key}: {text!r} is not a valid template ({error}); write {{{{ and }}}} for braces") \
-            from error
+        raise ConfigError(f"{key}: {shorten(text)} is not a valid template ({error}); write {{{{ and }}}} for "
+                          f"braces") from error
+    for _, field, spec, conversion in parsed:
+        if spec or conversion:
+            formatting = (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise ConfigError(f"{key}: {shorten(text)} formats field {shorten(field)} with {shorten(formatting, 40)}; "
+                              f"a field is a plain {{axis}}, without a format spec or conversion")
+    return [field for _, field, _, _ in parsed if field is not None]
 
 
 def _substitute(key: str, value, values: dict):
@@ -184,7 +259,7 @@ def _substitute(key: str, value, values: dict):
     fields = _fields(key, value)
     for field in fields:
         if field not in values:
-            raise ConfigError(f"{key}: {value!r} uses {{{field}}}, which is not an axis of the grid "
+            raise ConfigError(f"{key}: {shorten(value)} uses {{{field}}}, which is not an axis of the grid "
                               f"(axes: {sorted(values)})")
     if len(fields) == 1 and value == f"{{{fields[0]}}}":
         return values[fields[0]]
@@ -195,7 +270,7 @@ def _format(key: str, template: str, values: dict) -> str:
     try:
         return template.format(**values)
     except (ValueError, IndexError) as error:
-        raise ConfigError(f"{key}: cannot fill {template!r} with {values} ({error})") from error
+        raise ConfigError(f"{key}: cannot fill {shorten(template)} with {shorten(values)} ({error})") from error
 
 
 def _with_sets(key: str, entry, sets: dict, algorithms: dict):
@@ -204,15 +279,16 @@ def _with_sets(key: str, entry, sets: dict, algorithms: dict):
     names = entry["algorithms"]
     if isinstance(names, str):
         if names not in sets:
-            raise ConfigError(f"{key}.algorithms: {names!r} is not an algorithm set (sets: {sorted(sets)}); give a "
-                              f"set's name or a list of algorithms")
+            raise ConfigError(f"{key}.algorithms: {shorten(names)} is not an algorithm set (sets: "
+                              f"{shorten(sorted(sets))}); give a set's name or a list of algorithms")
         names = [names]
     if not isinstance(names, list):
         return entry
+    _check_name_list(f"{key}.algorithms", names)
     resolved = [algorithm for name in names for algorithm in _set_members(name, sets, ())]
     for name in resolved:
         if name not in algorithms:
-            raise ConfigError(f"{key}.algorithms: {name!r} is neither an algorithm nor an algorithm set")
+            raise ConfigError(f"{key}.algorithms: {shorten(name)} is neither an algorithm nor an algorithm set")
     _no_repeats(f"{key}.algorithms", resolved, "after expanding algorithm sets")
     return {**entry, "algorithms": resolved}
 
@@ -222,10 +298,7 @@ def _set_members(name, sets: dict, visiting: tuple) -> list:
         return [name]
     if name in visiting:
         raise ConfigError(f"algorithm_sets.{name}: the set contains itself ({' -> '.join(visiting + (name,))})")
-    members = sets[name]
-    if not isinstance(members, list):
-        raise ConfigError(f"algorithm_sets.{name}: must be a list of algorithm or set names")
-    return [algorithm for member in members for algorithm in _set_members(member, sets, visiting + (name,))]
+    return [algorithm for member in sets[name] for algorithm in _set_members(member, sets, visiting + (name,))]
 
 
 def _with_patterns(key: str, report, experiments: list[str]):
@@ -236,12 +309,12 @@ def _with_patterns(key: str, report, experiments: list[str]):
         if isinstance(item, str) and item.startswith("!"):
             kept = [name for name in selected if not fnmatchcase(name, item[1:])]
             if len(kept) == len(selected):
-                raise ConfigError(f"{key}.experiments: {item!r} excludes nothing listed before it")
+                raise ConfigError(f"{key}.experiments: {shorten(item)} excludes nothing listed before it")
             selected = kept
         elif isinstance(item, str) and any(c in item for c in GLOB_CHARACTERS):
             matches = [name for name in experiments if fnmatchcase(name, item)]
             if not matches:
-                raise ConfigError(f"{key}.experiments: pattern {item!r} matches no experiment")
+                raise ConfigError(f"{key}.experiments: pattern {shorten(item)} matches no experiment")
             selected += matches
         else:
             selected.append(item)

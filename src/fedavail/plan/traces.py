@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from fedavail.plan.experiments import MAX_ROUNDS
 from fedavail.plan.options import check_choices, check_int, check_probabilities, is_number, option, resolve_variant
 
 WHAT = "trace spec key"
@@ -12,6 +13,11 @@ FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
 BERNOULLI_DYNAMICS = ("stationary", "staircase", "sine")
 FAST_DISTRIBUTIONS = ("uniform", "beta", "gamma", "weibull")  # the skewed ones: fedavail.availability.models
 TRACE_MODELS_NEEDING_PARTITION = ("fedswe",)
+# Memory of drawing a trace (fedavail.availability.traces.make_trace), per round and client: p_i^t and the uniform
+# draws in float64, the availability, p_i^t kept in float32, the snapshot draws and their order. tracemalloc measured
+# 17 to 26 bytes across the models; a trace is refused before it would need more than MAX_TRACE_BYTES.
+TRACE_BYTES_PER_ENTRY = 32
+MAX_TRACE_BYTES = 4 * 2**30
 
 _PERIOD = "P: rounds of one period of the staircase or sine modulation"
 _GAMMA = "γ: sine amplitude, f(t) = γ sin(2πt/P) + 1 − γ"
@@ -26,7 +32,8 @@ class TraceModel:
     snapshot_size: int | None = option(None, "size of the pre-drawn uniform cohort of every round (FAST's snapshots); "
                                        "null: round(0.1·m), the fast model: its cohort size")
     num_clients: int | None = option(None, "m; null: the partition's num_clients")
-    rounds: int | None = option(None, "rounds T the trace covers (at least the experiments' training.rounds)")
+    rounds: int | None = option(None, f"rounds T the trace covers (at least the experiments' training.rounds, at "
+                                f"most {MAX_ROUNDS:,})")
     partition: str | None = option(None, "a partition under `partitions`: its clients (and, for the fedswe model, "
                                    "their class mixes ν_i)")
 
@@ -34,6 +41,9 @@ class TraceModel:
         for key in ("snapshot_size", "num_clients", "rounds"):
             if getattr(self, key) is not None:
                 check_int(getattr(self, key), key, 1, WHAT)
+        if self.rounds is not None and self.rounds > MAX_ROUNDS:
+            raise ValueError(f"{WHAT} 'rounds': {self.rounds:,} rounds, more than MAX_ROUNDS = {MAX_ROUNDS:,}; "
+                             f"lower it")
         if self.partition is not None and not isinstance(self.partition, str):
             raise ValueError(f"{WHAT} 'partition' must name a partition, got {self.partition!r}")
         check_choices(self, WHAT)
@@ -64,6 +74,7 @@ class FedSWETrace(TraceModel):
         check_int(self.window, "window", 1, WHAT)
         if self.phi_max is not None:
             check_probabilities(self.phi_max, "phi_max", True, WHAT)
+            check_someone_available(self.phi_max, "phi_max", "class")
         check_probabilities(self.gamma, "gamma", False, WHAT)
         check_probabilities(self.low, "low", False, WHAT)
 
@@ -94,6 +105,7 @@ class BernoulliTrace(TraceModel):
 
     def check(self) -> None:
         check_probabilities(self.p, "p", True, WHAT)
+        check_someone_available(self.p, "p")
         check_int(self.period, "period", 1, WHAT)
         check_probabilities(self.gamma, "gamma", False, WHAT)
         check_probabilities(self.low, "low", False, WHAT)
@@ -109,6 +121,7 @@ class MarkovTrace(TraceModel):
     def check(self) -> None:
         check_probabilities(self.p_on, "p_on", True, WHAT)
         check_probabilities(self.p_off, "p_off", True, WHAT)
+        check_someone_available(self.p_on, "p_on")
         p_on, p_off = np.asarray(self.p_on, float), np.asarray(self.p_off, float)
         if p_on.ndim and p_off.ndim and p_on.shape != p_off.shape:
             raise ValueError(f"{WHAT} 'p_off' has {p_off.size} values but 'p_on' has {p_on.size}")
@@ -127,7 +140,16 @@ class CyclicTrace(TraceModel):
     def check(self) -> None:
         check_int(self.groups, "groups", 1, WHAT)
         check_probabilities(self.p, "p", True, WHAT)
+        check_someone_available(self.p, "p")
         check_int(self.active_rounds, "active_rounds", 1, WHAT)
+
+
+def check_someone_available(value, key: str, per: str = "client") -> None:
+    """Refuse probabilities that are all 0: no client would ever be available, and every round would have no
+    participants."""
+    if not np.any(np.asarray(value, dtype=np.float64) > 0):
+        raise ValueError(f"{WHAT} {key!r} is 0 for every {per}: no client is ever available; give some {per} a "
+                         f"probability above 0")
 
 
 TRACE_MODELS = {
@@ -179,8 +201,14 @@ def snapshot_size(spec: dict, num_clients: int) -> int:
 
 def check_trace_for(spec: dict, num_clients: int) -> None:
     """What resolve_trace cannot check without the client count m: the snapshot size, per-client lists of length m,
-    no more cyclic groups than clients. Raise ValueError naming the key."""
+    no more cyclic groups than clients, the memory of drawing it. Raise ValueError naming the key."""
     spec = full_trace_spec(spec)
+    needed = (spec["rounds"] or 0) * num_clients * TRACE_BYTES_PER_ENTRY
+    if needed > MAX_TRACE_BYTES:
+        raise ValueError(f"{WHAT}s 'rounds' and 'num_clients': drawing {spec['rounds']:,} rounds × {num_clients:,} "
+                         f"clients takes about {needed / 2**30:,.1f} GiB ({TRACE_BYTES_PER_ENTRY} bytes per round and "
+                         f"client), more than MAX_TRACE_BYTES = {MAX_TRACE_BYTES / 2**30:g} GiB; give fewer rounds or "
+                         f"clients")
     snapshot_size(spec, num_clients)
     for key in ("p", "p_on", "p_off"):
         if key in spec:

@@ -24,7 +24,7 @@ ALGORITHMS = {
     "mifa": {"algorithm": "mifa", "lr": 0.05},
 }
 # Summary fields that depend on the process, not on what the run computed.
-PROCESS_FIELDS = ("wall_seconds", "peak_memory_bytes", "provenance")
+PROCESS_FIELDS = ("wall_seconds", "peak_memory_bytes", "provenance", "digest")  # the digest covers the others
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,6 @@ def test_each_seed_of_a_many_seed_run_equals_its_separate_run(inputs, tmp_path, 
     results = run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "together", algorithm, SEEDS), execution,
                         dtype=torch.float64)
     assert [r["seed"] for r in results] == list(SEEDS)
-    assert not (tmp_path / "together/seed0/finished.json").exists()  # records only where asked for (train-seeds)
     for seed in SEEDS:
         run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "alone", algorithm, [seed]), execution,
                   dtype=torch.float64)
@@ -89,15 +88,13 @@ def test_adding_a_seed_rewrites_the_finished_seeds_files_as_they_were(inputs, tm
     the seeds finished before are restored from their records (not recomputed, so even vmap in float32, whose sums
     depend on how many rows are batched, gives the same numbers), the new seed is trained."""
     execution = Execution(batched=batched)
-    run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "runs", "fedswe", SEEDS[:2]), execution,
-              keep_records=True)
+    run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "runs", "fedswe", SEEDS[:2]), execution)
     before = {s: {name: (tmp_path / f"runs/seed{s}/{name}").read_bytes() for name in ("metrics.parquet", "summary.json")}
               for s in SEEDS[:2]}
     for seed in SEEDS[:2]:
         for name in before[seed]:
             (tmp_path / f"runs/seed{seed}/{name}").unlink()
-    results = run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "runs", "fedswe", SEEDS), execution,
-                        keep_records=True)
+    results = run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "runs", "fedswe", SEEDS), execution)
     for seed in SEEDS[:2]:
         for name, content in before[seed].items():
             assert (tmp_path / f"runs/seed{seed}/{name}").read_bytes() == content
@@ -105,12 +102,12 @@ def test_adding_a_seed_rewrites_the_finished_seeds_files_as_they_were(inputs, tm
 
 
 def test_a_finished_record_of_other_settings_is_not_restored(inputs, tmp_path):
-    run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "runs", "fedavg", SEEDS[:2]), keep_records=True)
+    run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "runs", "fedavg", SEEDS[:2]))
     assert (tmp_path / "runs/seed0/finished.json").exists()
     changed = _seed_inputs(inputs, tmp_path / "runs", "fedavg", SEEDS[:2])
     for seed in changed:
         seed.spec = {**seed.spec, "algorithm": {**ALGORITHMS["fedavg"], "lr": 0.02}}
-    run_seeds(inputs / "data.pt", changed, keep_records=True)
+    run_seeds(inputs / "data.pt", changed)
     alone = _seed_inputs(inputs, tmp_path / "alone", "fedavg", [0])
     alone[0].spec = changed[0].spec
     run_seeds(inputs / "data.pt", alone)

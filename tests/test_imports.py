@@ -1,10 +1,14 @@
-"""The module graph of src/fedavail has no import cycle (module-level and function-level imports alike), and the
-plan layer and fedavail.config load without torch (the Snakefile imports them to build the DAG)."""
+"""The module graph of src/fedavail has no import cycle (module-level and function-level imports alike), the plan
+layer and fedavail.config load without torch (the Snakefile imports them to build the DAG), and so do the commands
+that need none."""
 
+import ast
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import torch
 
 from fedavail.plan.sources import PACKAGE, import_graph, imported_by, training_sources
 
@@ -80,3 +84,35 @@ def test_every_module_a_training_job_imports_is_a_training_source(tmp_path):
     assert (tmp_path / "run/summary.json").exists()
     assert set(loaded) - {"fedavail.cli", "fedavail.__main__", "fedavail.gpu_slots"} <= imported_by("fedavail.train")
 
+
+def _command_imports(stage: str) -> set[str]:
+    """The fedavail modules that `fedavail <stage>`'s command function in fedavail.cli imports."""
+    tree = ast.parse((PACKAGE / "cli.py").read_text(encoding="utf-8"))
+    function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == f"cmd_{stage}")
+    return {node.module for node in ast.walk(function) if isinstance(node, ast.ImportFrom)}
+
+
+def test_numpy_only_commands_import_no_torch(tmp_path):
+    """download, partition, trace and report need no torch (importing it is most of a short job's time): every
+    fedavail module their commands can reach imports without it, and partition and trace jobs run without it."""
+    from fedavail.data.prepared import save_prepared
+
+    from synthetic import image_dataset
+
+    reachable = set().union(*(imported_by(module) for stage in ("download", "partition", "trace", "report")
+                              for module in _command_imports(stage)))
+    assert {"fedavail.data.prepared_labels", "fedavail.availability.traces", "fedavail.report.figures"} <= reachable
+    save_prepared(tmp_path / "data.pt", {**image_dataset(), "train_groups": torch.arange(400) % 7})
+    partition_spec = {"dataset": "blobs", "scheme": "client_dirichlet", "num_clients": 10, "alpha": 0.5}
+    trace_spec = {"model": "fedswe", "dynamics": "sine", "rounds": 20}
+    commands = [["partition", "--prepared", f"{tmp_path}/data.pt", "--seed", "0", "--spec", json.dumps(partition_spec),
+                 "--out", f"{tmp_path}/p.npz", "--stats", f"{tmp_path}/p.csv", "--figure", f"{tmp_path}/p.png"],
+                ["trace", "--partition", f"{tmp_path}/p.npz", "--seed", "0", "--spec", json.dumps(trace_spec),
+                 "--out", f"{tmp_path}/t.npz", "--figure", f"{tmp_path}/t.png"]]
+    code = (f"import json, sys; {'; '.join(f'import {m}' for m in sorted(reachable))}; "
+            "from fedavail.report.figures import _plt; from fedavail.cli import main; _plt(); "
+            f"[main(argv) for argv in json.loads({json.dumps(commands)!r})]; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')))")
+    result = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert json.loads(result.stdout.splitlines()[-1]) == []
+    assert (tmp_path / "t.npz").exists() and (tmp_path / "t.png").exists()

@@ -11,6 +11,7 @@ from fedavail.data import shakespeare as shk
 from fedavail.data.download import DATASETS, DatasetError, fetch
 from fedavail.data.prepare import prepare
 from fedavail.data.prepared import channel_stats, load_prepared, save_prepared, text_windows, validate
+from fedavail.data.prepared_labels import load_train_labels
 from fedavail.io import UnreadableFileError
 
 from data_fixtures import (
@@ -213,14 +214,46 @@ def test_a_pickled_prepared_file_is_refused_without_running_it(tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("load", [load_prepared, load_train_labels])
 @pytest.mark.parametrize("size", [0, 500])
-def test_a_truncated_prepared_file_is_named(tmp_path, size):
+def test_a_truncated_prepared_file_is_named(tmp_path, size, load):
     write_svhn(tmp_path / "raw", np.random.default_rng(5))
     save_prepared(tmp_path / "svhn.pt", prepare_miniature("svhn", tmp_path / "raw", {}))
     with open(tmp_path / "svhn.pt", "r+b") as f:
         f.truncate(size)
     with pytest.raises(UnreadableFileError, match=r"svhn.pt is unreadable .* delete it and rerun"):
-        load_prepared(tmp_path / "svhn.pt")
+        load(tmp_path / "svhn.pt")
+
+
+def test_train_labels_read_without_torch_are_torch_s(tmp_path):
+    """The partition stage's reader of torch.save's format, on labels stored as views (an offset and a stride into
+    a larger storage) and with natural groups, and on text data."""
+    write_svhn(tmp_path / "raw", np.random.default_rng(5))
+    data = prepare_miniature("svhn", tmp_path / "raw", {})
+    count = len(data["train_y"])
+    data["train_y"] = torch.repeat_interleave(data["train_y"], 2)[1::2]
+    data["train_groups"] = torch.arange(count + 3)[3:] % 4
+    save_prepared(tmp_path / "svhn.pt", data)
+    roles = {"A": ["to be or not to be"] * 20, "B": ["that is the question"] * 20}
+    save_prepared(tmp_path / "text.pt", shk.build_text_dataset("shakespeare", roles, {"seq_length": 5,
+                                                                                      "min_samples": 2}, {}))
+    for name in ("svhn.pt", "text.pt"):
+        loaded, labels = load_prepared(tmp_path / name), load_train_labels(tmp_path / name)
+        assert labels.num_classes == loaded["num_classes"] and labels.train_y.dtype == np.int64
+        assert np.array_equal(labels.train_y, loaded["train_y"].numpy())
+        assert np.array_equal(labels.train_groups, loaded["train_groups"].numpy())
+
+
+def test_the_label_reader_refuses_a_pickled_prepared_file_without_running_it(tmp_path):
+    marker = tmp_path / "pwned"
+    torch.save({"num_classes": 2, "train_y": torch.zeros(3, dtype=torch.int64), "name": _Payload(marker)},
+               tmp_path / "evil.pt")
+    with pytest.raises(UnreadableFileError, match=r"evil.pt is unreadable \(io.open is not part of a prepared dataset"):
+        load_train_labels(tmp_path / "evil.pt")
+    assert not marker.exists()
+    torch.save({"num_classes": 2, "train_y": torch.tensor([0, 2])}, tmp_path / "labels.pt")
+    with pytest.raises(UnreadableFileError, match=r"labels.pt is unreadable \(train_y has labels outside \[0, 2\)"):
+        load_train_labels(tmp_path / "labels.pt")
 
 
 def test_prepared_files_are_byte_identical(tmp_path):

@@ -6,9 +6,12 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 from fedavail.plan.experiments import DEVICE, Execution
+
+log = logging.getLogger(__name__)
 
 
 def _spec(text: str) -> dict:
@@ -35,7 +38,7 @@ def cmd_download(args) -> None:
 
     files = fetch(args.dataset, args.raw_dir, allow_network=not args.offline)
     for path in files:
-        logging.info("verified %s", path)
+        log.info("verified %s", path)
     # The manifest marks the raw folder as verified: the prepare rule depends on it, not on the archives' names. Its
     # sha256 record the download; the prepare rule compares the files' current ones (fedavail.data.raw_digests).
     write_json(args.manifest, {"dataset": args.dataset,
@@ -44,14 +47,12 @@ def cmd_download(args) -> None:
 
 def cmd_partition(args) -> None:
     from fedavail.data.partition import make_partition, partition_stats, plot_partition, save_partition
-    from fedavail.data.prepared import load_prepared
+    from fedavail.data.prepared_labels import load_train_labels
     from fedavail.io import atomic_path
 
-    dataset = load_prepared(args.prepared)
+    labels = load_train_labels(args.prepared)
     spec = {k: v for k, v in args.spec.items() if k != "dataset"}
-    groups = dataset.get("train_groups")
-    partition = make_partition(dataset["train_y"].numpy(), dataset["num_classes"], spec, args.seed,
-                               groups=None if groups is None else groups.numpy())
+    partition = make_partition(labels.train_y, labels.num_classes, spec, args.seed, groups=labels.train_groups)
     save_partition(args.out, partition)
     with atomic_path(args.stats) as tmp:
         partition_stats(partition).to_csv(tmp, index=False)
@@ -228,14 +229,39 @@ def _execution_arguments(parser: argparse.ArgumentParser) -> None:
                              "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
 
 
+def _process_seconds() -> float | None:
+    """Seconds since this process started, interpreter start-up included; None without Linux's /proc."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+    except OSError:
+        return None
+    # Field 22, the start time in clock ticks since boot; fields are counted from after the command name's ")".
+    started_ticks = int(stat.rsplit(")", 1)[1].split()[19])
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - started_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _log_time(stage: str, event: str, main_started: float) -> None:
+    """A command's first and last log lines: benchmarks/job_accounting.py adds them up over a run's job logs."""
+    seconds = _process_seconds()
+    if seconds is None:
+        log.info("%s %s %.2f s after main() started (process start time unknown)", stage, event,
+                 time.perf_counter() - main_started)
+    else:
+        log.info("%s %s %.2f s after its process started", stage, event, seconds)
+
+
 def main(argv: list[str] | None = None) -> int:
+    main_started = time.perf_counter()
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    _log_time(args.stage, "started", main_started)
     code = args.func(args) or 0
-    if args.stage in ("train", "train-seeds") and argv is None:
-        # The run's files are written and closed: skip the interpreter's teardown of torch (~0.5 s a process, paid
-        # by every training job). Locks (fedavail.gpu_slots) are released by the kernel all the same.
+    _log_time(args.stage, "finished", main_started)
+    if argv is None:
+        # The stage's files are written and closed: skip the interpreter's teardown (~0.5 s a process with torch
+        # loaded, ~0.07 s with matplotlib), paid by every job. Locks (fedavail.gpu_slots) are released by the kernel
+        # all the same.
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()

@@ -1,9 +1,14 @@
 """Seeded generators keyed by purpose: every random draw in fedavail comes from here, never from a global RNG."""
 
+from __future__ import annotations
+
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _purpose_key(purpose: str) -> int:
@@ -22,6 +27,8 @@ def numpy_generator(seed: int, purpose: str, *keys: int) -> np.random.Generator:
 
 def torch_generator(seed: int, purpose: str, *keys: int, device: str | torch.device = "cpu") -> torch.Generator:
     """A torch Generator for (seed, purpose, keys...), e.g. ("minibatch", round, client)."""
+    import torch  # here, not at the top: partition and trace jobs draw only from numpy and never load torch
+
     state = seed_sequence(seed, purpose, *keys).generate_state(2, dtype=np.uint32)
     generator = torch.Generator(device=device)
     generator.manual_seed(int(state[0]) << 32 | int(state[1]))

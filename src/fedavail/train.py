@@ -475,6 +475,7 @@ def _resumable(checkpoint: Checkpoint, fresh: dict[str, State], rounds: int, bat
 def _train_rounds(runs: list[SeedRun], rounds: int, checkpoint_every: int, stop_after_round: int | None) -> None:
     """The round loop: every unfinished seed that has reached round t trains it; checkpoints on schedule and on a
     stop (after a round, or inside one, which is then discarded); a seed's outputs are written when it ends."""
+    started = time.perf_counter()
     for t in range(min(r.next_round for r in runs), rounds):
         if all(r.result is not None for r in runs):
             break
@@ -487,6 +488,8 @@ def _train_rounds(runs: list[SeedRun], rounds: int, checkpoint_every: int, stop_
             return
         if _checkpoint_after_round(runs, active, t, rounds, checkpoint_every, stop_after_round):
             return
+    # benchmarks/job_accounting.py reads this line: a job's time outside it is start-up, set-up and writing
+    log.info("round loop: %.2f s", time.perf_counter() - started)
     for run in runs:
         if run.result is None:
             run.finish()

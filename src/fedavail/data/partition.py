@@ -31,13 +31,17 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fedavail.io import atomic_path, reading, write_npz
 from fedavail.rng import numpy_generator
 from fedavail.plan.partitions import full_partition_spec, resolve_partition
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 @dataclass
 class Partition:
@@ -321,8 +325,10 @@ def _entropy_nats(hist: np.ndarray) -> np.ndarray:
         return -np.where(share > 0, share * np.log(share), 0.0).sum(axis=1)
 
 
-def partition_stats(part: Partition) -> pd.DataFrame:
+def partition_stats(part: Partition) -> "pd.DataFrame":
     """Per client: size, number of classes held, label entropy (nats), dominant class and its share."""
+    import pandas as pd  # here, not at the top: trace jobs load partitions and need no pandas
+
     hist = part.label_hist
     sizes = part.sizes
     dominant = hist.argmax(axis=1)

@@ -281,7 +281,7 @@ def test_the_log_opens_with_a_run_header(inputs, tmp_path, caplog):
     assert "run spec: " + json.dumps(SPEC, sort_keys=True) in text
     for role, name in (("prepared", "data.pt"), ("partition", "partition.npz"), ("trace", "trace.npz")):
         assert f"input {role}: {inputs / name} sha256={provenance.file_sha256(inputs / name)}" in text
-    assert "device=cpu threads=1 batched=False" in text
+    assert "device=cpu threads=1 batched=True" in text  # auto: vmap for small_cnn at batch 16 (engine.backend)
     assert "start: fresh, round 0" in text and "start: resuming at round 2" in text
 
 
@@ -363,7 +363,7 @@ def test_a_checkpoint_of_the_wrong_shape_is_set_aside_not_a_crash_on_every_rerun
 
 def test_a_checkpoint_of_the_other_back_end_is_not_resumed(inputs, tmp_path, caplog):
     _run(inputs, tmp_path / "whole", execution=Execution(batched=True))
-    _run(inputs, tmp_path / "run", stop_after_round=4)  # the loop back end
+    _run(inputs, tmp_path / "run", execution=Execution(batched=False), stop_after_round=4)
     with caplog.at_level(logging.WARNING, logger="fedavail.train"):
         _run(inputs, tmp_path / "run", execution=Execution(batched=True))
     assert "saved on the loop back end and this process runs the vmap one: starting over" in caplog.text

@@ -28,6 +28,7 @@ from fedavail.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, se
 from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
 from fedavail.divergence import divergence
+from fedavail.engine.backend import picks_vmap
 from fedavail.engine.client_data import Augmentation, ClientData
 from fedavail.engine.evaluate import evaluate
 from fedavail.engine.local import LocalResult, LocalTrainer, LocalWork, train_together, vmap_supported
@@ -276,7 +277,9 @@ class _Shared:
         training = spec["training"]
         dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in load_prepared(prepared).items()}
         model = FlatModel(build_model(training["model"], dataset, int(spec["seed"])).to(dtype)).to(device)
-        batched = (device.type == "cuda") if execution.batched == "auto" else bool(execution.batched)
+        batch_size = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local").batch_size
+        batched = picks_vmap(training["model"], batch_size, device) if execution.batched == "auto" \
+            else bool(execution.batched)
         if batched and not vmap_supported(model):
             log.info("model %s cannot be batched with vmap (LSTM); using the per-client loop", training["model"])
             batched = False

@@ -76,7 +76,9 @@ class Execution:
 
     train_threads: int = option(1, "CPU threads per training job")
     device: str = option("auto", "auto (CUDA when present), cpu, cuda, cuda:N")
-    batched: str | bool = option("auto", "vmap over clients (auto: on CUDA)", choices=("auto", True, False))
+    batched: str | bool = option("auto", "vmap over clients (auto: on CUDA, and on the CPU for the models and batch "
+                                         "sizes where it was measured faster: fedavail.engine.backend)",
+                                 choices=("auto", True, False))
     checkpoint_every: int = option(50, "rounds between checkpoints of a training run")
     log_every: int = option(10, "rounds between progress lines in a run's log")
     seeds_per_job: int | str = option(1, "1: one training job per run; all: one job per experiment x algorithm trains "

@@ -1,0 +1,16 @@
+"""Which back end trains a run's clients when `execution.batched` is auto: vmap over clients on CUDA; on the CPU
+where benchmarks/step_cost.py measured vmap faster than the per-client loop for the model at the run's batch size
+(at 10 participants and more; with 3 the two were even), else the loop."""
+
+import torch
+
+# model -> the largest batch size at which vmap beat the loop on the CPU (benchmarks/step_cost.py, one thread:
+# small_cnn per sample at 10 participants, loop / vmap: batch 16 81 / 54 µs, 32 69 / 49, 64 51 / 43; the configs'
+# other CNNs at batch 32-128 run 2-3.5x slower on vmap).
+VMAP_ON_CPU_UP_TO_BATCH = {"small_cnn": 64}
+
+
+def picks_vmap(model_name: str, batch_size: int, device: torch.device) -> bool:
+    if device.type == "cuda":
+        return True
+    return batch_size <= VMAP_ON_CPU_UP_TO_BATCH.get(model_name, 0)

@@ -45,7 +45,7 @@ EXTRA_WORK = {
     "fedswe": "[m, d] last local models, echoed for absent clients; a k-round moving average",
     "mifa": "[m, d] last updates; their mean",
     "fedvarp": "[m, d] last updates; the variance-reduced mean",
-    "gfedavg": "a second model vector (the amplified reference)",
+    "gfedavg": "a second model vector z (the period's anchor); every P rounds x ← z + η(x − z)",
 }
 
 

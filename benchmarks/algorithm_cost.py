@@ -1,7 +1,7 @@
 """Algorithm cost: every algorithm of a config's round against FedAvg's on one workload, with its state memory.
 
     python benchmarks/algorithm_cost.py [--config config/config.yaml] [--rounds 10] [--repeats 3] [--threads 1]
-                                        [--batched auto|true|false]
+                                        [--batched auto|true|false] [--device cpu|cuda]
 
 The workload is the default run's: small_cnn on MNIST-shaped data (1x28x28, 10 classes), 100 clients of 40 samples,
 5 local steps at batch 16, the config's local optimizer block. Every algorithm sees the same rounds: availability
@@ -58,15 +58,16 @@ def mnist_like() -> dict:
             "test_x": x[:10], "test_y": y[:10], "mean": mean, "std": std, "meta": {}}
 
 
-def contexts(rounds: int, lr_at) -> list[RoundContext]:
-    """The rounds every algorithm sees (the same tensors for all arms)."""
+def contexts(rounds: int, lr_at, device: torch.device) -> list[RoundContext]:
+    """The rounds every algorithm sees (the same draws for all arms)."""
     generator = torch.Generator().manual_seed(SEED)
     rows = []
     for t in range(rounds):
         available = torch.rand(CLIENTS, generator=generator) < P_AVAILABLE
         snapshot = torch.randperm(CLIENTS, generator=generator)[:SNAPSHOT_COHORT]
         rows.append((available, snapshot))
-    return [RoundContext(round=t, available=available, prob=torch.full((CLIENTS,), P_AVAILABLE), snapshot=snapshot,
+    prob = torch.full((CLIENTS,), P_AVAILABLE, device=device)
+    return [RoundContext(round=t, available=available.to(device), prob=prob, snapshot=snapshot.to(device),
                          lr=lr_at(t), generator=torch_generator(SEED, "algorithm", t))
             for t, (available, snapshot) in enumerate(rows)]
 
@@ -78,9 +79,9 @@ def arm(name: str, entry: dict, model: FlatModel, data: ClientData, trainer: Loc
     def setup():
         algorithm = build_algorithm(entry["algorithm"], hyperparameters)
         x0 = model.flatten()
-        state = algorithm.init_state(x0, data.client_sizes())
+        state = algorithm.init_state(x0, data.client_sizes().to(x0.device))
         local_state = trainer.init_state(CLIENTS, x0.dtype, x0.device)
-        round_contexts = contexts(rounds, trainer.options.lr_at)  # fresh generators: every run draws alike
+        round_contexts = contexts(rounds, trainer.options.lr_at, x0.device)  # fresh generators: every run draws alike
 
         def run():
             nonlocal state
@@ -105,15 +106,17 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batched", choices=("auto", "true", "false"), default="auto")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     algorithms = grid.load([args.config])["algorithms"]
     dataset = mnist_like()
     offsets = np.arange(0, CLIENTS * SAMPLES_PER_CLIENT + 1, SAMPLES_PER_CLIENT)
-    data = ClientData(dataset, offsets, np.arange(len(dataset["train_y"])), torch.device("cpu"), Augmentation())
-    model = FlatModel(build_model(MODEL, dataset, SEED))
+    data = ClientData(dataset, offsets, np.arange(len(dataset["train_y"])), device, Augmentation())
+    model = FlatModel(build_model(MODEL, dataset, SEED).to(device))
     options = resolve_local(LOCAL, None, "local")
-    batched = picks_vmap(MODEL, options.batch_size, torch.device("cpu")) if args.batched == "auto" \
+    batched = picks_vmap(MODEL, options.batch_size, device) if args.batched == "auto" \
         else args.batched == "true"
     trainer = LocalTrainer(model, data, options, SEED, batched)
     record: dict[str, dict] = {}
@@ -122,13 +125,18 @@ def main():
     for repeat in range(args.repeats + 1):
         for name, setup in arms.items():
             run = setup()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             started = time.perf_counter()
             run()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             if repeat:
                 seconds[name].append((time.perf_counter() - started) / args.rounds)
     per_round = {name: statistics.median(times) for name, times in seconds.items()}
     dimension = model.dim
-    print(f"torch {torch.__version__}, {args.threads} threads, {'vmap' if batched else 'loop'} back end, {MODEL} "
+    print(f"torch {torch.__version__}, {device}, {args.threads} threads, {'vmap' if batched else 'loop'} back end, "
+          f"{MODEL} "
           f"(d = {dimension:,}), {CLIENTS} clients, {args.rounds} rounds per run, medians of {args.repeats} "
           f"alternated runs, config {args.config}")
     print(f"| algorithm | ms / round | / {REFERENCE} | participants / round | state bytes | state / d floats | "

@@ -11,7 +11,10 @@
 # and vmap against the per-client loop at 100 participants (target >= 5x); (3) benchmarks/peers.py: fedavail,
 # FedLab 1.3.0 and a plain loop; (4) benchmarks/synthetic_run.py: a 200-round FedSWE SVHN-CNN run on synthetic
 # SVHN-shaped data, seconds per round; (5) benchmarks/many_seeds.py: three seeds in one process (one vmap over all
-# seeds' clients) against three separate runs, in float64 (the metrics must agree to ~1e-9) and float32 (wall time).
+# seeds' clients) against three separate runs, in float64 (the metrics must agree to ~1e-9) and float32 (wall time);
+# (6) benchmarks/step_cost.py: per-sample cost of a client step at the configs' batch sizes, loop and vmap, against
+# the large-batch floor, and the back end the engine picks; (7) benchmarks/algorithm_cost.py: every algorithm's round
+# against FedAvg's, with its state memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
@@ -25,6 +28,8 @@ if [[ "${1:-}" == "--cpu" ]]; then
     RUN=(--rounds 2 --local-steps 1 --threads 1)
     MANY_SEEDS=(--seeds 2 --rounds 2 --local-steps 1 --threads 1)
     MANY_SEEDS_TIMED=("${MANY_SEEDS[@]}")
+    STEP_COST=(--repeats 1 --threads 1 --workloads small_cnn@16x10)
+    ALGORITHM_COST=(--repeats 1 --rounds 1 --threads 1)
 elif [[ $# -eq 0 ]]; then
     DEVICE=cuda
     ROUND_COST=(--repeats 3 --vmap-clients 100)
@@ -32,6 +37,8 @@ elif [[ $# -eq 0 ]]; then
     RUN=(--rounds 200)
     MANY_SEEDS=(--seeds 3 --rounds 5)
     MANY_SEEDS_TIMED=(--seeds 3 --rounds 30)
+    STEP_COST=(--repeats 3)
+    ALGORITHM_COST=(--repeats 3 --rounds 10)
 else
     echo "usage: bash benchmarks/gpu_check.sh [--cpu]" >&2
     exit 2
@@ -69,5 +76,11 @@ timeout 180 "$PYTHON" benchmarks/synthetic_run.py --device "$DEVICE" "${RUN[@]}"
 step "5. many seeds in one process against separate runs on $DEVICE"
 timeout 150 "$PYTHON" benchmarks/many_seeds.py --device "$DEVICE" --dtype float64 "${MANY_SEEDS[@]}"
 timeout 150 "$PYTHON" benchmarks/many_seeds.py --device "$DEVICE" --dtype float32 "${MANY_SEEDS_TIMED[@]}"
+
+step "6. step cost against the large-batch floor on $DEVICE"
+timeout 240 "$PYTHON" benchmarks/step_cost.py --device "$DEVICE" "${STEP_COST[@]}"
+
+step "7. every algorithm's round against FedAvg's on $DEVICE"
+timeout 180 "$PYTHON" benchmarks/algorithm_cost.py --device "$DEVICE" "${ALGORITHM_COST[@]}"
 
 step "done"

@@ -1,7 +1,8 @@
 """One tidy frame of runs: a row per run × round, the run's settings as columns beside every metric it logged.
 
 Settings columns: experiment, algorithm (the config's name), algorithm_name (the registry's), one
-`algorithm.<hyperparameter>` column per hyperparameter with the algorithm's defaults filled in, the experiment
+`algorithm.<hyperparameter>` column per hyperparameter with the algorithm's defaults filled in (`algorithm.lr`: the
+lr the run trained with), one `training.local.<key>` column per local optimisation setting, the experiment
 attributes of fedavail.plan.reports.ATTRIBUTES (trace model defaults filled in), last_n, seed, and the run's summary
 (diverged_at, state_bytes, dimension, wall_seconds, peak_memory_bytes, rounds_completed). Every table, figure and
 claim is a filter, groupby or pivot of it; `over_seeds` is the one place a mean ± std over seeds is taken."""
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from fedavail.plan.algorithms import resolve_algorithm
+from fedavail.plan.local import resolve_local
 from fedavail.plan.reports import attributes
 from fedavail.plan.traces import full_trace_spec
 from fedavail.report import labels
@@ -54,6 +56,14 @@ def experiment_attributes(name: str, info: dict) -> dict:
     return {**attributes(name, info["partition"], trace, info["training"]), "last_n": info["training"]["last_n"]}
 
 
+def local_settings(experiment: str, training: dict, algorithm: dict) -> dict:
+    """`training.local.<key>` for every local optimisation setting the run used, defaults filled in, and
+    `algorithm.lr`: the lr it trained with (the algorithm's own, else the block's)."""
+    options = resolve_local(training.get("local"), algorithm.get("lr"), f"experiments.{experiment}.training.local")
+    values = {f"training.local.{k}": str(v) if isinstance(v, list) else v for k, v in options.as_dict().items()}
+    return {**values, "algorithm.lr": options.lr}
+
+
 def load(job: dict, run_dirs) -> pd.DataFrame:
     """The tidy frame of these runs of the job (fedavail.plan.reports job spec)."""
     experiments = {name: experiment_attributes(name, info) for name, info in job["experiments"].items()}
@@ -62,7 +72,8 @@ def load(job: dict, run_dirs) -> pd.DataFrame:
     for run_dir in run_dirs:
         summary, metrics = read_run(run_dir)
         experiment, algorithm, seed = summary["experiment"], summary["algorithm_id"], int(summary["seed"])
-        settings = {**experiments[experiment], "algorithm": algorithm, **algorithms[algorithm], "seed": seed,
+        local = local_settings(experiment, job["experiments"][experiment]["training"], job["algorithms"][algorithm])
+        settings = {**experiments[experiment], "algorithm": algorithm, **algorithms[algorithm], **local, "seed": seed,
                     **{k: summary.get(k) for k in SUMMARY}}
         frames.append(metrics.assign(**{k: [v] * len(metrics) for k, v in settings.items()}))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*RUN, "round"])

@@ -16,10 +16,11 @@ beyond FedAvg."""
 import argparse
 import statistics
 import sys
-import time
 
 import numpy as np
 import torch
+
+from peers import alternated
 
 from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import RoundContext, local_work, state_bytes
@@ -121,19 +122,8 @@ def main():
     trainer = LocalTrainer(model, data, options, SEED, batched)
     record: dict[str, dict] = {}
     arms = {name: arm(name, entry, model, data, trainer, args.rounds, record) for name, entry in algorithms.items()}
-    seconds = {name: [] for name in arms}
-    for repeat in range(args.repeats + 1):
-        for name, setup in arms.items():
-            run = setup()
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            started = time.perf_counter()
-            run()
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            if repeat:
-                seconds[name].append((time.perf_counter() - started) / args.rounds)
-    per_round = {name: statistics.median(times) for name, times in seconds.items()}
+    seconds, _ = alternated(arms, args.repeats, device)
+    per_round = {name: statistics.median(times) / args.rounds for name, times in seconds.items()}
     dimension = model.dim
     print(f"torch {torch.__version__}, {device}, {args.threads} threads, {'vmap' if batched else 'loop'} back end, "
           f"{MODEL} "

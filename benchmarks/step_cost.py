@@ -12,10 +12,11 @@ ratio to the floor, the faster back end, and the one the engine picks for `execu
 import argparse
 import statistics
 import sys
-import time
 
 import numpy as np
 import torch
+
+from peers import alternated
 
 from fedavail.data.prepared import channel_stats
 from fedavail.engine.backend import picks_vmap
@@ -62,23 +63,6 @@ def engine_arm(model_name: str, dataset: dict, data: ClientData, participants: i
     return setup
 
 
-def alternated(arms: dict, repeats: int, device: torch.device) -> dict[str, float]:
-    """Median seconds of each arm over `repeats` runs, arms alternated, after one warm-up run each."""
-    seconds = {name: [] for name in arms}
-    for repeat in range(repeats + 1):
-        for name, setup in arms.items():
-            run = setup()
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            started = time.perf_counter()
-            run()
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            if repeat:
-                seconds[name].append(time.perf_counter() - started)
-    return {name: statistics.median(times) for name, times in seconds.items()}
-
-
 def main():
     ensure_malloc_settings([sys.executable, *sys.argv])  # the train rule's allocator settings
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -103,7 +87,8 @@ def main():
                 "floor": engine_arm(model_name, dataset, data, 1, FLOOR_BATCH, False, device)}
         if vmap_supported(FlatModel(build_model(model_name, dataset, SEED))):
             arms["vmap"] = engine_arm(model_name, dataset, data, participants, batch, True, device)
-        median = alternated(arms, args.repeats, device)
+        seconds, _ = alternated(arms, args.repeats, device)
+        median = {arm: statistics.median(times) for arm, times in seconds.items()}
         per_sample = {arm: 1e6 * seconds / (STEPS * (FLOOR_BATCH if arm == "floor" else batch * participants))
                       for arm, seconds in median.items()}
         floor = per_sample["floor"]

@@ -221,7 +221,7 @@ def _execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=_device, default=defaults.device,
                         help="auto (CUDA when present), cpu, cuda, cuda:N")
     parser.add_argument("--batched", default=str(defaults.batched), choices=["auto", "true", "false", "True", "False"],
-                        help="vmap over clients (auto: on CUDA)")
+                        help="vmap over clients (auto: as fedavail.engine.backend measured it)")
     parser.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
     parser.add_argument("--log-every", type=int, default=defaults.log_every)
     parser.add_argument("--gpu-slots", type=Path, default=None, metavar="DIR",

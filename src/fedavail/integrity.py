@@ -56,7 +56,7 @@ def run_problem(run_dir: Path) -> str | None:
 def damage(path: Path) -> str | None:
     """Why the file at `path` is damaged, or None if it reads back whole (and, for a run's outputs, is sealed)."""
     path = Path(path)
-    if path.name in ("summary.json", "metrics.parquet") and path.parent.name.startswith("seed"):
+    if is_run_output(path):
         return run_problem(path.parent)
     try:
         if path.suffix in ZIP_SUFFIXES:
@@ -76,11 +76,23 @@ def damage(path: Path) -> str | None:
     return None
 
 
+def is_run_output(path: Path) -> bool:
+    return path.name in ("summary.json", "metrics.parquet") and path.parent.name.startswith("seed")
+
+
 def damaged(paths) -> list[tuple[Path, str]]:
-    """Every existing file among `paths` that is damaged, with why."""
-    found = []
+    """Every existing file among `paths` that is damaged, with why (a run's two outputs are checked once)."""
+    found, run_problems = [], {}
     for path in map(Path, paths):
-        if path.is_file() and (why := damage(path)):
+        if not path.is_file():
+            continue
+        if is_run_output(path):
+            if path.parent not in run_problems:
+                run_problems[path.parent] = run_problem(path.parent)
+            why = run_problems[path.parent]
+        else:
+            why = damage(path)
+        if why:
             found.append((path, why))
     return found
 

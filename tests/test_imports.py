@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
-from fedavail.plan.sources import PACKAGE, import_graph, imported_by, training_sources
+from fedavail.plan.algorithms import known_algorithms
+from fedavail.plan.sources import PACKAGE, import_graph, imported_by, run_algorithms, training_sources
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -59,11 +61,24 @@ def test_plan_and_config_import_no_torch():
 
 def test_training_sources_are_what_training_reads_of_the_plan_layer():
     """Editing a plan module training never imports (reports, grids, docs) must not rerun every training job."""
-    sources = {path.relative_to(PACKAGE).as_posix() for path in training_sources()}
+    sources = {path.relative_to(PACKAGE).as_posix() for path in training_sources(("fedswe",))}
     for module in ("plan/reports.py", "plan/grid.py", "plan/docs.py", "plan/config.py", "plan/claims.py", "cli.py"):
         assert module not in sources
-    assert {"plan/local.py", "plan/algorithms.py", "plan/options.py", "plan/experiments.py", "availability/traces.py",
-            "data/prepared.py", "engine/local.py", "algorithms/fedswe.py"} <= sources
+    assert {"plan/local.py", "plan/algorithms/__init__.py", "plan/algorithms/base.py", "plan/algorithms/fedswe.py",
+            "plan/options.py", "plan/experiments.py", "availability/traces.py", "data/prepared.py", "engine/local.py",
+            "algorithms/fedswe.py"} <= sources
+
+
+@pytest.mark.parametrize("entry, algorithms", [
+    ({"algorithm": "fedswe", "k": 0.0}, ("fedswe",)),
+    ({"algorithm": "fast", "base": "scaffold", "lr": 0.1}, ("fast", "scaffold")),
+])
+def test_a_runs_sources_hold_the_algorithms_it_executes_and_no_other(entry, algorithms):
+    assert run_algorithms(entry) == algorithms
+    sources = {path.relative_to(PACKAGE).as_posix() for path in training_sources(algorithms)}
+    for name in known_algorithms():
+        expected = name in algorithms
+        assert (f"algorithms/{name}.py" in sources, f"plan/algorithms/{name}.py" in sources) == (expected, expected)
 
 
 def test_every_module_a_training_job_imports_is_a_training_source(tmp_path):
@@ -82,7 +97,8 @@ def test_every_module_a_training_job_imports_is_a_training_source(tmp_path):
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                        text=True).stdout.splitlines()[-1])
     assert (tmp_path / "run/summary.json").exists()
-    assert set(loaded) - {"fedavail.cli", "fedavail.__main__", "fedavail.gpu_slots"} <= imported_by("fedavail.train")
+    sources = imported_by("fedavail.train", *(f"fedavail.algorithms.{a}" for a in run_algorithms(spec["algorithm"])))
+    assert set(loaded) - {"fedavail.cli", "fedavail.__main__", "fedavail.gpu_slots"} <= sources
 
 
 def _command_imports(stage: str) -> set[str]:

@@ -94,6 +94,32 @@ def test_editing_training_code_reruns_training(run):
     assert plan(run) == set()
 
 
+def test_a_new_algorithm_or_an_edit_to_one_these_runs_do_not_use_reruns_nothing(run):
+    """Every run of config/test.yaml is FedAvg's: a new algorithm (its two modules) and an edit to FedSWE leave them
+    alone; an edit to FedAvg reruns them all (fedavail.plan.sources)."""
+    src = private_src() / "fedavail"
+    added = {src / "plan/algorithms/fedavg_copy.py": (src / "plan/algorithms/fedavg.py").read_text(),
+             src / "algorithms/fedavg_copy.py": (src / "algorithms/fedavg.py").read_text().replace(
+                 "fedavail.plan.algorithms.fedavg ", "fedavail.plan.algorithms.fedavg_copy ")}
+    edited = [src / "algorithms/fedswe.py", src / "plan/algorithms/fedswe.py", src / "algorithms/fedavg.py"]
+    originals = {path: (path.read_bytes(), path.stat()) for path in edited}
+    try:
+        for path, text in added.items():
+            path.write_text(text)
+        for path in edited[:2]:
+            path.write_bytes(originals[path][0] + b"\n# an edit\n")
+        assert plan(run) == set()
+        edited[2].write_bytes(originals[edited[2]][0] + b"\n# an edit\n")
+        assert_reruns(run, {train(a, s) for a in ALGORITHMS for s in SEEDS})
+    finally:
+        for path in added:
+            path.unlink(missing_ok=True)
+        for path, (original, stat) in originals.items():
+            path.write_bytes(original)
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert plan(run) == set()
+
+
 def test_editing_a_readme_reruns_nothing(run):
     (run / "README.md").write_text((REPO / "README.md").read_text() + "\nAn edit after the run.\n")
     (run / "config" / "README.md").write_text("Notes on the configs.\n")

@@ -6,7 +6,7 @@ from dataclasses import MISSING, fields
 import pytest
 import yaml
 
-from fedavail.algorithms import ALGORITHMS
+from fedavail.algorithms import algorithm_class
 from fedavail.availability import models as availability_models
 from fedavail.data.prepare import BUNDLED_DATASETS, RAW_DATASETS
 from fedavail.models import ARCHITECTURES
@@ -27,11 +27,15 @@ ENTRY = {section: SCHEMA[section]["additionalProperties"]["properties"]
 TRAINING = ENTRY["experiments"]["training"]["properties"]
 
 
-def test_algorithm_and_model_registries_have_the_plan_layers_names():
-    assert list(ALGORITHMS) == list(plan_algorithms.ALGORITHM_OPTIONS)
-    for name, cls in ALGORITHMS.items():
-        assert issubclass(cls, plan_algorithms.ALGORITHM_OPTIONS[name])
-        assert cls.hyperparameters() == plan_algorithms.ALGORITHM_OPTIONS[name].hyperparameters()
+def test_every_registered_algorithm_has_its_behaviour_and_every_model_its_name():
+    behaviours = sorted(path.stem for path in (REPO / "src/fedavail/algorithms").glob("*.py")
+                        if path.stem not in ("__init__", "base"))
+    assert list(plan_algorithms.known_algorithms()) == behaviours
+    for name, options in plan_algorithms.algorithm_options().items():
+        assert issubclass(algorithm_class(name), options)
+        assert algorithm_class(name).hyperparameters() == options.hyperparameters()
+    with pytest.raises(ValueError, match=r"unknown algorithm 'fedsgd'; known: \['f3ast', 'fast', "):
+        algorithm_class("fedsgd")
     assert sorted(ARCHITECTURES) == MODEL_NAMES
 
 
@@ -44,7 +48,7 @@ def test_dataset_and_distribution_names_are_the_data_sides():
 def test_an_algorithm_gets_its_defaults_from_its_options():
     fedavg = plan_algorithms.resolve_algorithm("fedavg", {})
     assert (fedavg.weighting, fedavg.p_floor, fedavg.global_lr) == ("active", 0.02, 1.0)
-    built = ALGORITHMS["fedavg"]()
+    built = algorithm_class("fedavg")()
     assert (built.weighting, built.p_floor, built.global_lr) == ("active", 0.02, 1.0)
     with pytest.raises(ValueError, match="'weighting': 'some' is not one of"):
         plan_algorithms.resolve_algorithm("fedavg", {"weighting": "some"})
@@ -87,7 +91,7 @@ def test_traces_schema_agrees_with_the_trace_models():
 
 
 def test_algorithms_schema_agrees_with_the_algorithm_options():
-    assert ENTRY["algorithms"]["algorithm"]["enum"] == list(plan_algorithms.ALGORITHM_OPTIONS)
+    assert ENTRY["algorithms"]["algorithm"]["enum"] == list(plan_algorithms.known_algorithms())
     agrees(ENTRY["algorithms"], union_of_fields({"base": plan_algorithms.AlgorithmOptions}))
 
 

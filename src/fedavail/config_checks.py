@@ -6,7 +6,8 @@ before any job starts, and every error names the key."""
 import math
 import re
 
-from fedavail.plan.algorithms import AlgorithmOptions, FastOptions, FedAvgOptions, resolve_algorithm
+from fedavail.plan.algorithms import resolve_algorithm
+from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.config import ConfigError, check_name_length, shorten, trace_spec, without
 from fedavail.plan.local import LocalOptions
 from fedavail.plan.partitions import SCHEMES_DRAWING_NU
@@ -93,13 +94,7 @@ def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, alg
     if budget is not None and clients is not None and budget > clients:
         raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
                           f"of experiment {experiment!r}")
-    if _needs_prob(options) and not records_prob(trace):
+    if options.needs_prob() and not records_prob(trace):
         raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace {trace_name!r} "
                           f"(model {trace['model']!r}, distribution {trace.get('distribution')!r}) does not record "
                           f"(experiment {experiment!r})")
-
-
-def _needs_prob(options: AlgorithmOptions) -> bool:
-    if isinstance(options, FastOptions):
-        return _needs_prob(resolve_algorithm(options.base, options.base_hyperparameters))
-    return isinstance(options, FedAvgOptions) and options.weighting == "known"

@@ -38,7 +38,7 @@ from fedavail.io import atomic_path, remove_temporaries, write_json
 from fedavail.models import build_model
 from fedavail.plan.experiments import Execution as ExecutionSettings
 from fedavail.plan.local import resolve_local
-from fedavail.plan.sources import training_code_sha256
+from fedavail.plan.sources import run_algorithms, training_code_sha256
 from fedavail.provenance import file_sha256, input_hashes, log_run_header, run_fingerprint
 from fedavail.rng import numpy_generator, torch_generator
 
@@ -149,7 +149,7 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
     started = time.perf_counter()
     _check_same_settings([s.spec for s in seeds])
     stopping.install()
-    code_sha256 = training_code_sha256()
+    code_sha256 = training_code_sha256(run_algorithms(seeds[0].spec["algorithm"]))
     device = pick_device(execution.device)
     prepared_sha256 = file_sha256(prepared_path)
     identities = [_identity(Path(prepared_path), prepared_sha256, s, code_sha256, device) for s in seeds]
@@ -269,7 +269,7 @@ class _Shared:
     execution: Execution
     training: dict
     started: float
-    code_sha256: str  # training_code_sha256(), computed once per process
+    code_sha256: str  # training_code_sha256 of the run's algorithms, computed once per process
 
     @classmethod
     def load(cls, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,

@@ -2,6 +2,7 @@
 # aside, and the job grid.
 import functools
 import math
+import os
 import re
 import shlex
 import sys
@@ -13,7 +14,8 @@ import fedavail.data.raw_digests as rd
 import fedavail.integrity as fi
 import fedavail.plan.grid as fg
 from fedavail.launcher import malloc_assignments
-from fedavail.plan.sources import training_code_sha256
+from fedavail.plan.config import algorithm_spec
+from fedavail.plan.sources import run_algorithms, training_code_sha256
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
 from snakemake.exceptions import WorkflowError
@@ -42,9 +44,6 @@ except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 
 EXECUTION = config["execution"]
-# A parameter, not the source files as inputs: a content hash reruns training when the code changes, and not when
-# the project folder is moved or copied (inputs would be absolute paths outside the workdir).
-TRAINING_CODE_SHA256 = training_code_sha256()
 MALLOC_ASSIGNMENTS = malloc_assignments()
 
 
@@ -208,6 +207,13 @@ def check_device_of_local_jobs():
             )
 
 
+def train_code_sha256(wildcards):
+    """A parameter, not the source files as inputs: a content hash of the code a run executes (fedavail.plan.sources)
+    reruns the runs whose code changed, and nothing when the project folder is moved or copied (inputs would be
+    absolute paths outside the workdir)."""
+    return training_code_sha256(run_algorithms(algorithm_spec(config, wildcards.algorithm)))
+
+
 def train_inputs(wildcards):
     check_device_of_local_jobs()
     experiment = config["experiments"][wildcards.experiment]
@@ -265,8 +271,11 @@ def train_seeds_runtime(wildcards, attempt):
 
 
 def train_mem_mb(wildcards, input, attempt):
-    """Host memory of a training job: a base for Python, torch (and a CUDA context) plus a multiple of its inputs."""
-    return int((3000 + 4 * input.size_mb) * attempt)
+    """Host memory of a training job: a base for Python, torch (and a CUDA context) plus a multiple of its inputs.
+    An input not made yet raises FileNotFoundError, which Snakemake reads as "to be determined" until the job is
+    ready (input.size_mb does the same but leaves a coroutine unawaited: snakemake issue 4280)."""
+    size_mb = sum(os.path.getsize(path) for path in input) / 2**20
+    return int((3000 + 4 * size_mb) * attempt)
 
 
 def train_runtime(wildcards, attempt):

@@ -1,7 +1,7 @@
 # Training: one job per experiment x algorithm x seed (execution.seeds_per_job: 1, the default), or one job per
 # experiment x algorithm that trains all its seeds in one process (seeds_per_job: all, for GPUs). Either way exactly
-# one rule writes each run's files. A job's params are exactly its own config slice and the training code's hash
-# (fedavail.plan.sources), so a changed setting or an edited engine reruns only the runs it affects.
+# one rule writes each run's files. A job's params are exactly its own config slice and the hash of the code it runs
+# (fedavail.plan.sources), so a changed setting or edited code reruns only the runs it affects.
 
 
 if EXECUTION["seeds_per_job"] == 1:
@@ -27,7 +27,7 @@ if EXECUTION["seeds_per_job"] == 1:
             runtime=train_runtime,
         params:
             spec=lambda w: fc.as_json(fc.run_spec(config, w.experiment, w.algorithm, int(w.seed))),
-            code=TRAINING_CODE_SHA256,
+            code=train_code_sha256,
             execution=train_execution_options,
             malloc=malloc_environment,
         shell:
@@ -64,7 +64,7 @@ else:
                 runtime=train_seeds_runtime,
             params:
                 spec=train_seeds_specs,
-                code=TRAINING_CODE_SHA256,
+                code=train_code_sha256,
                 out_dirs=train_seeds_out_dirs,
                 execution=train_execution_options,
                 malloc=malloc_environment,

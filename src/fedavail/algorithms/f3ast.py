@@ -26,11 +26,11 @@ import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
-from fedavail.plan.algorithms import F3ASTOptions
+from fedavail.plan.algorithms.f3ast import F3ASTOptions
 
 
 class F3AST(F3ASTOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.F3ASTOptions."""
+    """Options and their defaults: fedavail.plan.algorithms.f3ast.F3ASTOptions."""
 
     def budget(self, num_clients: int) -> int:
         return self.clients_per_round if self.clients_per_round is not None else max(1, round(0.1 * num_clients))
@@ -57,3 +57,6 @@ class F3AST(F3ASTOptions, Algorithm):
                 update = update / self.budget(len(rates))
             x = x + self.global_lr * update
         return {**state, "x": x, "r": rates}
+
+
+ALGORITHM = F3AST

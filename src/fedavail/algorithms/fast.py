@@ -32,23 +32,20 @@ from functools import cached_property
 
 import torch
 
+from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.algorithms.fedavg import FedAvg
-from fedavail.algorithms.fedprox import FedProx
-from fedavail.algorithms.scaffold import Scaffold
 from fedavail.engine.local import LocalCorrection, LocalResult
-from fedavail.plan.algorithms import FastOptions
+from fedavail.plan.algorithms.fast import FastOptions
 
-BASES: dict[str, type[Algorithm]] = {"fedavg": FedAvg, "fedprox": FedProx, "scaffold": Scaffold}
 _KEYS = ("q", "last_q", "last_snapshot", "last_acc")
 
 
 class Fast(FastOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.FastOptions (which checks base_hyperparameters)."""
+    """Options and their defaults: fedavail.plan.algorithms.fast.FastOptions (which checks base_hyperparameters)."""
 
     @cached_property
     def inner(self) -> Algorithm:
-        return BASES[self.base](**self.base_hyperparameters)
+        return build_algorithm(self.base, self.base_hyperparameters)
 
     def initial_q(self) -> float:
         return {"every": 1.0 / self.interval, "bernoulli": self.q, "adaptive": 0.0}[self.schedule]
@@ -107,3 +104,6 @@ class Fast(FastOptions, Algorithm):
         if self.schedule == "adaptive":
             metrics["q_signal"] = float(state["last_acc"])
         return metrics
+
+
+ALGORITHM = Fast

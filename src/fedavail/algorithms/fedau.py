@@ -16,11 +16,11 @@ import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
-from fedavail.plan.algorithms import FedAUOptions
+from fedavail.plan.algorithms.fedau import FedAUOptions
 
 
 class FedAU(FedAUOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.FedAUOptions."""
+    """Options and their defaults: fedavail.plan.algorithms.fedau.FedAUOptions."""
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)
@@ -47,3 +47,6 @@ class FedAU(FedAUOptions, Algorithm):
         recorded = recorded + record
         since = torch.where(record, 0, length)
         return {**state, "x": x, "M": recorded, "Omega": mean, "S": since}
+
+
+ALGORITHM = FedAU

@@ -11,11 +11,11 @@ import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
-from fedavail.plan.algorithms import FedAvgOptions
+from fedavail.plan.algorithms.fedavg import FedAvgOptions
 
 
 class FedAvg(FedAvgOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.FedAvgOptions."""
+    """Options and their defaults: fedavail.plan.algorithms.fedavg.FedAvgOptions."""
 
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         if len(clients) == 0:
@@ -33,3 +33,6 @@ class FedAvg(FedAvgOptions, Algorithm):
             weights = 1.0 / (prob if self.p_floor is None else prob.clamp_min(self.p_floor))
             update = (weights[:, None] * delta).sum(0) / num_clients
         return {**state, "x": state["x"] + self.global_lr * update}
+
+
+ALGORITHM = FedAvg

@@ -11,11 +11,11 @@ import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State, mean_delta
 from fedavail.engine.local import LocalCorrection, LocalResult
-from fedavail.plan.algorithms import FedProxOptions
+from fedavail.plan.algorithms.fedprox import FedProxOptions
 
 
 class FedProx(FedProxOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.FedProxOptions."""
+    """Options and their defaults: fedavail.plan.algorithms.fedprox.FedProxOptions."""
 
     def correction(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> LocalCorrection:
         anchor = self.start_points(state, clients, ctx).detach().clone()
@@ -25,3 +25,6 @@ class FedProx(FedProxOptions, Algorithm):
         if len(clients) == 0:
             return state
         return {**state, "x": state["x"] + self.global_lr * mean_delta(result)}
+
+
+ALGORITHM = FedProx

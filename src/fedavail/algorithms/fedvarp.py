@@ -16,11 +16,11 @@ import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
-from fedavail.plan.algorithms import FedVARPOptions
+from fedavail.plan.algorithms.fedvarp import FedVARPOptions
 
 
 class FedVARP(FedVARPOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.FedVARPOptions."""
+    """Options and their defaults: fedavail.plan.algorithms.fedvarp.FedVARPOptions."""
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         return {"x": x0.clone(), "y": x0.new_zeros(len(client_sizes), len(x0)), "y_bar": torch.zeros_like(x0)}
@@ -35,3 +35,6 @@ class FedVARP(FedVARPOptions, Algorithm):
         y_bar = state["y_bar"] + correction.sum(0) / len(memory)
         memory.index_copy_(0, clients, delta)
         return {**state, "x": state["x"] + self.global_lr * update, "y_bar": y_bar}
+
+
+ALGORITHM = FedVARP

@@ -15,11 +15,11 @@ import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
-from fedavail.plan.algorithms import GFedAvgOptions
+from fedavail.plan.algorithms.gfedavg import GFedAvgOptions
 
 
 class GFedAvg(GFedAvgOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.GFedAvgOptions."""
+    """Options and their defaults: fedavail.plan.algorithms.gfedavg.GFedAvgOptions."""
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         return {"x": x0.clone(), "z": x0.clone()}
@@ -35,3 +35,6 @@ class GFedAvg(GFedAvgOptions, Algorithm):
             return {**state, "x": x}
         x = state["z"] + self.amplification * (x - state["z"])
         return {**state, "x": x, "z": x.clone()}
+
+
+ALGORITHM = GFedAvg

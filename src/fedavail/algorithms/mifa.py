@@ -26,11 +26,11 @@ import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalResult
-from fedavail.plan.algorithms import MIFAOptions
+from fedavail.plan.algorithms.mifa import MIFAOptions
 
 
 class MIFA(MIFAOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.MIFAOptions."""
+    """Options and their defaults: fedavail.plan.algorithms.mifa.MIFAOptions."""
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)
@@ -50,3 +50,6 @@ class MIFA(MIFAOptions, Algorithm):
             return state
         num_clients = len(memory)
         return {**state, "x": state["x"] - self.global_lr * scale * memory_sum / num_clients}
+
+
+ALGORITHM = MIFA

@@ -23,11 +23,11 @@ import torch
 
 from fedavail.algorithms.base import Algorithm, RoundContext, State
 from fedavail.engine.local import LocalCorrection, LocalResult
-from fedavail.plan.algorithms import ScaffoldOptions
+from fedavail.plan.algorithms.scaffold import ScaffoldOptions
 
 
 class Scaffold(ScaffoldOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.ScaffoldOptions."""
+    """Options and their defaults: fedavail.plan.algorithms.scaffold.ScaffoldOptions."""
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         num_clients = len(client_sizes)
@@ -50,3 +50,6 @@ class Scaffold(ScaffoldOptions, Algorithm):
             "c": c + (c_new - c_old).sum(0) / table.shape[0],
             "c_i": table,
         }
+
+
+ALGORITHM = Scaffold

@@ -8,7 +8,8 @@ import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-from fedavail.plan.algorithms import ALGORITHM_OPTIONS, AlgorithmOptions
+from fedavail.plan.algorithms import algorithm_options
+from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.config import BUNDLED_DATASETS, DATASETS
 from fedavail.plan.experiments import Augmentation, Execution, Experiment, Training
 from fedavail.plan.local import LocalOptions
@@ -101,12 +102,12 @@ def generate() -> str:
         *_variants("Model", "model", TRACE_MODELS, TraceModel),
         "", "## algorithms.<name>", "",
         "| key | type | default | meaning |", "|---|---|---|---|",
-        f"| `algorithm` | string | required | one of: {', '.join(ALGORITHM_OPTIONS)} |",
+        f"| `algorithm` | string | required | one of: {', '.join(algorithm_options())} |",
         "| `lr` | number | `null` | this algorithm's initial local learning rate η0 (overrides training.local.lr) |",
         *table(AlgorithmOptions)[2:],
         "",
         "`global_lr` is every algorithm's except `fast`'s, which sets it in `base_hyperparameters`.",
-        *_variants("Algorithm", "algorithm", ALGORITHM_OPTIONS, AlgorithmOptions),
+        *_variants("Algorithm", "algorithm", algorithm_options(), AlgorithmOptions),
         "", "## experiments.<name>", "", *table(Experiment),
         "", "### training", "", *table(Training),
         "", "### training.local", "", *table(LocalOptions),

@@ -1,11 +1,16 @@
 """The source files a training run's numbers depend on: every fedavail module that `fedavail.train` imports, directly
-or through others, at module or function level, read from the code's import graph (so no module a run uses can be
-edited under an unchanged hash). Their content hash is a parameter of every training job (editing one reruns
-training, wherever the project lives) and part of every checkpoint's fingerprint (fedavail.train)."""
+or through others, at module or function level, and those of the algorithms the run executes (fedavail.algorithms
+imports an algorithm's module only when a run uses it), read from the code's import graph, so no module a run uses
+can be edited under an unchanged hash. Their content hash is a parameter of every training job (editing one reruns
+the runs that use it, wherever the project lives; adding an algorithm reruns none) and part of every checkpoint's
+fingerprint (fedavail.train)."""
 
 import ast
+import functools
 import hashlib
 from pathlib import Path
+
+from fedavail.plan.algorithms import resolve_algorithm
 
 PACKAGE = Path(__file__).resolve().parents[1]
 TRAINING_ROOT = "fedavail.train"
@@ -36,9 +41,10 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def imported_by(root: str) -> set[str]:
-    """`root` and every fedavail module it imports, transitively, with the packages that importing a module runs."""
-    graph, seen, pending = import_graph(), set(), [root]
+def imported_by(*roots: str) -> set[str]:
+    """The `roots` and every fedavail module they import, transitively, with the packages that importing a module
+    runs."""
+    graph, seen, pending = import_graph(), set(), list(roots)
     while pending:
         module = pending.pop()
         if module not in seen:
@@ -48,16 +54,25 @@ def imported_by(root: str) -> set[str]:
     return seen
 
 
-def training_sources() -> list[Path]:
+def run_algorithms(algorithm_spec: dict) -> tuple[str, ...]:
+    """The algorithms a run of this algorithm entry (`algorithm` and its hyperparameters) executes, sorted."""
+    name = algorithm_spec["algorithm"]
+    options = resolve_algorithm(name, {k: v for k, v in algorithm_spec.items() if k not in ("algorithm", "lr")})
+    return tuple(sorted({name, *options.composed_algorithms()}))
+
+
+def training_sources(algorithms: tuple[str, ...]) -> list[Path]:
     files = module_files()
-    return sorted(files[module] for module in imported_by(TRAINING_ROOT))
+    return sorted(files[module] for module in imported_by(TRAINING_ROOT, *(f"fedavail.algorithms.{name}"
+                                                                         for name in algorithms)))
 
 
-def training_code_sha256() -> str:
-    """sha256 over the training sources' paths (relative to the package, so the same wherever it is installed) and
-    their content."""
+@functools.cache
+def training_code_sha256(algorithms: tuple[str, ...]) -> str:
+    """sha256 over the training sources of a run of `algorithms` (run_algorithms): their paths, relative to the
+    package so the same wherever it is installed, and their content."""
     digest = hashlib.sha256()
-    for path in training_sources():
+    for path in training_sources(algorithms):
         digest.update(path.relative_to(PACKAGE).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()

@@ -1,0 +1,56 @@
+"""The algorithm registry, torch-free. Algorithm `name` is two modules of that name: its options here
+(fedavail.plan.algorithms.<name>, a frozen dataclass exported as OPTIONS) and its behaviour in
+fedavail.algorithms.<name> (exported as ALGORITHM). Adding a module pair registers the algorithm: nothing else lists
+algorithms, and a run imports only the modules of the algorithms it executes (fedavail.plan.sources).
+
+Papers: FedAvg arXiv 1602.05629; FedProx arXiv 1812.06127; SCAFFOLD arXiv 1910.06378; FAST OpenReview H3AUl3pnlu;
+FedSWE arXiv 2609.04763 (k = 0: FedAWE, arXiv 2409.17446); MIFA arXiv 2106.04159; FedVARP arXiv 2207.14130;
+FedAU arXiv 2306.03401; gFedAvg arXiv 2205.13648; F3AST arXiv 2205.06730."""
+
+import functools
+import importlib
+import pkgutil
+import typing
+
+from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.options import has_type, type_name
+
+NOT_ALGORITHMS = frozenset({"base"})
+
+
+@functools.cache
+def known_algorithms() -> tuple[str, ...]:
+    """Every registered algorithm's name, sorted."""
+    return tuple(sorted(module.name for module in pkgutil.iter_modules(__path__) if module.name not in NOT_ALGORITHMS))
+
+
+def algorithm_options() -> dict[str, type[AlgorithmOptions]]:
+    """Every registered algorithm's options class by name (imports every options module: for checks and docs)."""
+    return {name: options_class(name) for name in known_algorithms()}
+
+
+def options_class(name: str) -> type[AlgorithmOptions]:
+    """Algorithm `name`'s options class; ValueError naming the known algorithms when there is none."""
+    if name not in known_algorithms():
+        raise ValueError(f"unknown algorithm {name!r}; known: {list(known_algorithms())}")
+    return importlib.import_module(f"{__name__}.{name}").OPTIONS
+
+
+def check_hyperparameters(name: str, hyperparameters: dict) -> type[AlgorithmOptions]:
+    """Raise ValueError for an unknown algorithm, an option it does not take or a value of the wrong type; return
+    its options class."""
+    cls = options_class(name)
+    unknown = sorted(set(hyperparameters) - set(cls.hyperparameters()))
+    if unknown:
+        raise ValueError(f"algorithm {name!r} has no hyperparameter(s) {unknown}; it takes {cls.hyperparameters()}")
+    hints = typing.get_type_hints(cls)
+    for key, value in hyperparameters.items():
+        if not has_type(value, hints[key]):
+            raise ValueError(f"algorithm {name!r} hyperparameter {key!r} must be {type_name(hints[key])}, "
+                             f"got {value!r}")
+    return cls
+
+
+def resolve_algorithm(name: str, hyperparameters: dict) -> AlgorithmOptions:
+    """Algorithm `name`'s options from a config entry's hyperparameters, checked, every default filled in."""
+    return check_hyperparameters(name, hyperparameters)(**hyperparameters)

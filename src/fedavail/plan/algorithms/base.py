@@ -1,0 +1,28 @@
+"""The options every algorithm has. Each algorithm's own options are a frozen dataclass in its module of this package,
+which the algorithm class (fedavail.algorithms.<name>) inherits, so a config is checked without building anything."""
+
+from dataclasses import dataclass, fields
+
+from fedavail.plan.options import check_choices, option
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlgorithmOptions:
+    """Every algorithm's settings."""
+
+    global_lr: float = option(1.0, "server learning rate η_g: x ← x + η_g·U")
+
+    def __post_init__(self):
+        check_choices(self, f"{type(self).__name__.removesuffix('Options').lower()} option")
+
+    @classmethod
+    def hyperparameters(cls) -> list[str]:
+        return [f.name for f in fields(cls) if f.init]
+
+    def needs_prob(self) -> bool:
+        """Whether the algorithm reads p_i^t, so its trace must record it."""
+        return False
+
+    def composed_algorithms(self) -> tuple[str, ...]:
+        """The other algorithms a run of this one executes (their code is part of the run's training sources)."""
+        return ()

@@ -1,0 +1,26 @@
+"""f3ast's options (the behaviour: fedavail.algorithms.f3ast)."""
+
+from dataclasses import dataclass
+
+from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.options import option
+
+
+@dataclass(frozen=True, kw_only=True)
+class F3ASTOptions(AlgorithmOptions):
+    """F3AST (arXiv 2205.06730): availability-aware selection of K clients from learned rates."""
+
+    beta: float = option(0.001, "β: step of the selection-rate estimate r")
+    clients_per_round: int | None = option(None, "K, the selection budget; null: round(0.1·m)")
+    normalization: str = option("budget", "budget: the update is divided by K (the reference code); none: not",
+                                choices=("budget", "none"))
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 0 < self.beta <= 1:
+            raise ValueError(f"f3ast beta must be in (0, 1], got {self.beta}")
+        if self.clients_per_round is not None and self.clients_per_round < 1:
+            raise ValueError(f"f3ast clients_per_round must be >= 1 or null, got {self.clients_per_round}")
+
+
+OPTIONS = F3ASTOptions

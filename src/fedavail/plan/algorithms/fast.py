@@ -1,0 +1,50 @@
+"""fast's options (the behaviour: fedavail.algorithms.fast)."""
+
+from dataclasses import dataclass
+
+from fedavail.plan.algorithms import resolve_algorithm
+from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.options import option
+
+
+@dataclass(frozen=True, kw_only=True)
+class FastOptions(AlgorithmOptions):
+    """FAST (OpenReview H3AUl3pnlu): uniform snapshot rounds among the arbitrary ones; a base algorithm aggregates."""
+
+    base: str = option("fedavg", "the algorithm FAST wraps (fedprox or scaffold: FAST+)",
+                       choices=("fedavg", "fedprox", "scaffold"))
+    base_hyperparameters: dict = option({}, "the base algorithm's options (its global_lr goes here)")
+    schedule: str = option("bernoulli", "snapshot rounds: every I-th round, with probability q, or adaptive q "
+                           "(Algorithm 2)", choices=("every", "bernoulli", "adaptive"))
+    interval: int = option(2, "I, schedule every")
+    q: float = option(0.5, "snapshot probability, schedule bernoulli")
+    lam: float = option(1.0, "λ, the step of adaptive q")
+    signal: str = option("round_mean", "adaptive q's accuracy signal: the round's mean local accuracy, or the running "
+                         "mean since each client's epoch began", choices=("round_mean", "running"))
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.interval, bool) or not isinstance(self.interval, int) or self.interval < 1:
+            raise ValueError(f"fast interval must be an integer >= 1, got {self.interval!r}")
+        if not 0.0 <= self.q <= 1.0:
+            raise ValueError(f"fast q must be in [0, 1], got {self.q}")
+        if self.lam < 0:
+            raise ValueError(f"fast lam must be >= 0, got {self.lam}")
+        try:
+            resolve_algorithm(self.base, dict(self.base_hyperparameters or {}))
+        except ValueError as error:
+            raise ValueError(f"fast base_hyperparameters: {error}") from error
+
+    def needs_prob(self) -> bool:
+        return resolve_algorithm(self.base, self.base_hyperparameters).needs_prob()
+
+    def composed_algorithms(self) -> tuple[str, ...]:
+        return (self.base,)
+
+    @classmethod
+    def hyperparameters(cls) -> list[str]:
+        # global_lr belongs to the base algorithm: set it in base_hyperparameters.
+        return [name for name in super().hyperparameters() if name != "global_lr"]
+
+
+OPTIONS = FastOptions

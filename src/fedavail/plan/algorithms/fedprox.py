@@ -1,0 +1,21 @@
+"""fedprox's options (the behaviour: fedavail.algorithms.fedprox)."""
+
+from dataclasses import dataclass
+
+from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.options import option
+
+
+@dataclass(frozen=True, kw_only=True)
+class FedProxOptions(AlgorithmOptions):
+    """FedProx (arXiv 1812.06127): local steps on F_i(w) + (μ/2)‖w − x^t‖²."""
+
+    mu: float = option(0.01, "proximal weight μ of (μ/2)‖w − x^t‖²")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.mu < 0:
+            raise ValueError(f"fedprox mu must be >= 0, got {self.mu}")
+
+
+OPTIONS = FedProxOptions

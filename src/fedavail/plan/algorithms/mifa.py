@@ -1,0 +1,19 @@
+"""mifa's options (the behaviour: fedavail.algorithms.mifa)."""
+
+from dataclasses import dataclass
+
+from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.options import option
+
+
+@dataclass(frozen=True, kw_only=True)
+class MIFAOptions(AlgorithmOptions):
+    """MIFA (arXiv 2106.04159): the server averages every client's latest stored update."""
+
+    init: str = option("zero", "zero: a client's stored update is 0 until it first takes part; wait: no server "
+                       "update until every client has taken part once", choices=("zero", "wait"))
+    normalize: str = option("lr", "lr: stored updates rescaled to the current learning rate; raw: kept as made",
+                            choices=("lr", "raw"))
+
+
+OPTIONS = MIFAOptions

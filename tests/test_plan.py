@@ -91,7 +91,7 @@ def test_traces_schema_agrees_with_the_trace_models():
 
 
 def test_algorithms_schema_agrees_with_the_algorithm_options():
-    assert ENTRY["algorithms"]["algorithm"]["enum"] == list(plan_algorithms.known_algorithms())
+    assert ENTRY["algorithms"]["algorithm"] == {"type": "string"}  # the plan's check lists the known names
     agrees(ENTRY["algorithms"], union_of_fields({"base": plan_algorithms.AlgorithmOptions}))
 
 

@@ -1,4 +1,4 @@
-# Helpers shared by the rules: config validation (strict YAML, schema, then fedavail.config.check), damaged files set
+# Helpers shared by the rules: config validation (strict YAML, schema, then fedavail.plan.checks), damaged files set
 # aside, and the job grid.
 import functools
 import math
@@ -7,12 +7,12 @@ import shlex
 import sys
 
 import jsonschema
-import fedavail.config as fc
-import fedavail.config_yaml as fy
 import fedavail.data.raw_digests as rd
 import fedavail.integrity as fi
-import fedavail.plan.grid as fg
+import fedavail.plan.config as fc
 from fedavail.launcher import malloc_assignments
+from fedavail.plan.checks import check_config, schema_problem
+from fedavail.plan.load import load_config
 from fedavail.plan.sources import training_code_sha256
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
@@ -23,8 +23,7 @@ from snakemake.utils import validate
 # (a repeated key is an error, 1e-3 is a number) and rebuild the config from them; --config KEY=VALUE still wins.
 # Grids and algorithm sets are then expanded into plain entries, so the schema and the checks see only those.
 try:
-    merged_config = fy.merge(fy.load_config_files(workflow.configfiles), dict(workflow.config_settings.config))
-    strict_config = fg.expand(merged_config)
+    strict_config = load_config(workflow.configfiles, dict(workflow.config_settings.config))
 except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 config.clear()
@@ -35,9 +34,9 @@ except WorkflowError as error:
     # Snakemake's message prints the offending value and its schema in full: name the key, cut the value.
     if not isinstance(error.__context__, jsonschema.ValidationError):
         raise
-    raise WorkflowError(f"invalid config: {fc.schema_problem(error.__context__)}") from None
+    raise WorkflowError(f"invalid config: {schema_problem(error.__context__)}") from None
 try:
-    fc.check(config)
+    check_config(config)
 except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 

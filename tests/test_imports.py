@@ -6,7 +6,6 @@ import ast
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import torch
 

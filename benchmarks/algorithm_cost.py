@@ -26,12 +26,13 @@ from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import RoundContext, local_work, state_bytes
 from fedavail.data.prepared import channel_stats
 from fedavail.engine.backend import picks_vmap
-from fedavail.engine.client_data import Augmentation, ClientData
-from fedavail.engine.local import LocalTrainer, LocalWork, train_together
+from fedavail.engine.client_data import ClientData
+from fedavail.engine.local import ClientTrainer, LocalWork, train_together
 from fedavail.engine.params import FlatModel
 from fedavail.launcher import ensure_malloc_settings
 from fedavail.models import build_model
-from fedavail.plan import grid
+from fedavail.plan.experiments import AugmentationOptions
+from fedavail.plan.load import load_config
 from fedavail.plan.local import resolve_local
 from fedavail.rng import torch_generator
 
@@ -73,7 +74,7 @@ def contexts(rounds: int, lr_at, device: torch.device) -> list[RoundContext]:
             for t, (available, snapshot) in enumerate(rows)]
 
 
-def arm(name: str, entry: dict, model: FlatModel, data: ClientData, trainer: LocalTrainer, rounds: int,
+def arm(name: str, entry: dict, model: FlatModel, data: ClientData, trainer: ClientTrainer, rounds: int,
         record: dict):
     hyperparameters = {k: v for k, v in entry.items() if k not in ("algorithm", "lr")}
 
@@ -111,15 +112,15 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    algorithms = grid.load([args.config])["algorithms"]
+    algorithms = load_config([args.config])["algorithms"]
     dataset = mnist_like()
     offsets = np.arange(0, CLIENTS * SAMPLES_PER_CLIENT + 1, SAMPLES_PER_CLIENT)
-    data = ClientData(dataset, offsets, np.arange(len(dataset["train_y"])), device, Augmentation())
+    data = ClientData(dataset, offsets, np.arange(len(dataset["train_y"])), device, AugmentationOptions())
     model = FlatModel(build_model(MODEL, dataset, SEED).to(device))
     options = resolve_local(LOCAL, None, "local")
     batched = picks_vmap(MODEL, options.batch_size, device) if args.batched == "auto" \
         else args.batched == "true"
-    trainer = LocalTrainer(model, data, options, SEED, batched)
+    trainer = ClientTrainer(model, data, options, SEED, batched)
     record: dict[str, dict] = {}
     arms = {name: arm(name, entry, model, data, trainer, args.rounds, record) for name, entry in algorithms.items()}
     seconds, _ = alternated(arms, args.repeats, device)

@@ -27,11 +27,12 @@ import torch
 import torch.nn.functional as F
 
 from fedavail.data.prepared import channel_stats
-from fedavail.engine.client_data import Augmentation, ClientData
-from fedavail.engine.local import LocalTrainer
+from fedavail.engine.client_data import ClientData
+from fedavail.engine.local import ClientTrainer
 from fedavail.engine.params import FlatModel
 from fedavail.launcher import ensure_malloc_settings
 from fedavail.models import build_model
+from fedavail.plan.experiments import AugmentationOptions
 from fedavail.plan.local import LocalOptions
 
 SEED = 0
@@ -49,7 +50,7 @@ def fedavail_round(model: FlatModel, data: ClientData, clients: torch.Tensor, gl
     their end points. The benchmarks' only call into the engine."""
     starts = global_weights.expand(len(clients), -1)
     options = LocalOptions(lr=LR, steps=STEPS, batch_size=batch_size, grad_clip=grad_clip)
-    trainer = LocalTrainer(model, data, options, SEED, batched)
+    trainer = ClientTrainer(model, data, options, SEED, batched)
     state = trainer.init_state(NUM_CLIENTS, starts.dtype, starts.device)
     return trainer.train(clients, starts, None, 0, LR, state).end.mean(0)
 
@@ -80,7 +81,7 @@ def svhn_like() -> dict:
 
 def client_data(dataset: dict, device: torch.device) -> ClientData:
     offsets = np.linspace(0, TRAIN_SAMPLES, NUM_CLIENTS + 1).astype(np.int64)
-    return ClientData(dataset, offsets, np.arange(TRAIN_SAMPLES), device, Augmentation())
+    return ClientData(dataset, offsets, np.arange(TRAIN_SAMPLES), device, AugmentationOptions())
 
 
 def fresh_module(dataset: dict, device: torch.device) -> torch.nn.Module:

@@ -20,11 +20,12 @@ from peers import alternated
 
 from fedavail.data.prepared import channel_stats
 from fedavail.engine.backend import picks_vmap
-from fedavail.engine.client_data import Augmentation, ClientData
-from fedavail.engine.local import LocalTrainer, vmap_supported
+from fedavail.engine.client_data import ClientData
+from fedavail.engine.local import ClientTrainer, vmap_supported
 from fedavail.engine.params import FlatModel
 from fedavail.launcher import ensure_malloc_settings
 from fedavail.models import build_model
+from fedavail.plan.experiments import AugmentationOptions
 from fedavail.plan.local import LocalOptions
 
 SEED, LR, STEPS, FLOOR_BATCH, CLIENTS = 0, 0.05, 10, 512, 100
@@ -56,7 +57,7 @@ def engine_arm(model_name: str, dataset: dict, data: ClientData, participants: i
     def setup():
         model = FlatModel(build_model(model_name, dataset, SEED).to(device))
         starts = model.flatten().expand(participants, -1)
-        trainer = LocalTrainer(model, data, LocalOptions(lr=LR, steps=STEPS, batch_size=batch), SEED, batched)
+        trainer = ClientTrainer(model, data, LocalOptions(lr=LR, steps=STEPS, batch_size=batch), SEED, batched)
         state = trainer.init_state(CLIENTS, starts.dtype, device)
         clients = torch.arange(participants, device=device)
         return lambda: trainer.train(clients, starts, None, 0, LR, state).end
@@ -82,7 +83,7 @@ def main():
         model_name, channels, size, classes, batch, participants = WORKLOADS[name]
         dataset = image_dataset(channels, size, classes, CLIENTS * max(batch, FLOOR_BATCH))
         offsets = np.linspace(0, len(dataset["train_y"]), CLIENTS + 1).astype(np.int64)
-        data = ClientData(dataset, offsets, np.arange(len(dataset["train_y"])), device, Augmentation())
+        data = ClientData(dataset, offsets, np.arange(len(dataset["train_y"])), device, AugmentationOptions())
         arms = {"loop": engine_arm(model_name, dataset, data, participants, batch, False, device),
                 "floor": engine_arm(model_name, dataset, data, 1, FLOOR_BATCH, False, device)}
         if vmap_supported(FlatModel(build_model(model_name, dataset, SEED))):

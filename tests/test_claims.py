@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fedavail.config as fc
+import fedavail.plan.config as fc
 from fedavail.plan import captions, reports
+from fedavail.plan.checks import check_reports
 from fedavail.report import build, claims
 from fedavail.report import frame as tidy
 
@@ -217,7 +218,7 @@ def test_invalid_claims_are_rejected_before_any_job(report, message):
     report = {"kind": "claims", **report}
     config = _config(report)
     with pytest.raises(fc.ConfigError, match=message):
-        fc.check_reports(config)
+        check_reports(config)
 
 
 # ---------------------------------------------------------------- the verdict rule by simulation

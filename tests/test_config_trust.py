@@ -12,11 +12,11 @@ import pytest
 import torch
 from snakemake.utils import validate
 
-import fedavail.config as fc
-from fedavail.config_checks import TRAIN_SAMPLES
-from fedavail.config_yaml import load_config_file
 from fedavail.data.prepare import prepare
+from fedavail.plan.checks import TRAIN_SAMPLES, check_config
+from fedavail.plan.config import ConfigError
 from fedavail.plan.grid import expand
+from fedavail.plan.load import load_config_file
 
 from workflow_helpers import REPO, copy_workflow, snakemake
 
@@ -28,10 +28,10 @@ def base_config() -> dict:
 
 
 def checked(config: dict) -> None:
-    """The workflow's order: schema (with defaults), then fedavail.config.check."""
+    """The workflow's order: schema (with defaults), then fedavail.plan.checks.check_config."""
     config = copy.deepcopy(config)
     validate(config, str(SCHEMA), set_default=True)
-    fc.check(config)
+    check_config(config)
 
 
 def rename(section, old, new):
@@ -63,7 +63,7 @@ def test_the_test_config_passes():
 def test_unsafe_names_are_refused(edit, message):
     config = base_config()
     edit(config)
-    with pytest.raises(fc.ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message):
         checked(config)
 
 
@@ -79,7 +79,7 @@ NAN = float("nan")
 def test_nan_and_inf_are_refused(edit, message):
     config = base_config()
     edit(config)
-    with pytest.raises(fc.ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message):
         checked(config)
 
 
@@ -136,11 +136,11 @@ def test_scientific_notation_is_a_number_and_repeated_keys_are_errors(tmp_path):
     assert load_config_file(path)["other"] == {"lr": 0.2, "weighting": "known"}  # a merge key may be overridden
     text = (REPO / "config/test.yaml").read_text()
     path.write_text(text + "seeds: [3]\n")
-    with pytest.raises(fc.ConfigError, match="key 'seeds' appears twice"):
+    with pytest.raises(ConfigError, match="key 'seeds' appears twice"):
         load_config_file(path)
     path.write_text(text.replace("experiments:\n", "experiments:\n  tiny: {partition: a, trace: b, algorithms: [c], "
                                                    "training: {model: small_cnn, rounds: 1}}\n"))
-    with pytest.raises(fc.ConfigError, match="key 'tiny' appears twice"):
+    with pytest.raises(ConfigError, match="key 'tiny' appears twice"):
         load_config_file(path)
 
 
@@ -187,7 +187,7 @@ def test_every_rule_quotes_its_paths():
 def test_yaml_1_1_octal_and_base_60_numbers_are_refused_with_file_and_line(tmp_path, text, shown):
     path = tmp_path / "c.yaml"
     path.write_text("# a comment\n" + text)
-    with pytest.raises(fc.ConfigError, match=rf"c\.yaml, line 2: {shown} is another number in YAML 1\.1 .*write the "
+    with pytest.raises(ConfigError, match=rf"c\.yaml, line 2: {shown} is another number in YAML 1\.1 .*write the "
                                              rf"number without leading zeros \(10\), or quote it"):
         load_config_file(path)
 
@@ -211,12 +211,12 @@ def laughs(levels: int = 9) -> str:
 def test_an_alias_bomb_is_refused_before_it_is_built(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(laughs())
-    with pytest.raises(fc.ConfigError, match=r"c\.yaml: with its aliases \(\*name\) expanded the document has "
+    with pytest.raises(ConfigError, match=r"c\.yaml: with its aliases \(\*name\) expanded the document has "
                                              r"([0-9,]+) nodes, more than MAX_NODES = 100,000") as error:
         load_config_file(path)
     assert int(re.search(r"has ([0-9,]+) nodes", str(error.value)).group(1).replace(",", "")) > 9**9  # counted, not built
     path.write_text("a: &a [1, *a]\n")
-    with pytest.raises(fc.ConfigError, match=r"c\.yaml, line 1: an alias inside the node it names"):
+    with pytest.raises(ConfigError, match=r"c\.yaml, line 1: an alias inside the node it names"):
         load_config_file(path)
     path.write_text("base: &base {lr: 0.1}\nx: *base\ny: [*base, *base]\n")
     assert load_config_file(path)["y"] == [{"lr": 0.1}, {"lr": 0.1}]
@@ -231,7 +231,7 @@ def test_workflow_refuses_an_alias_bomb(tmp_path):
 def test_a_config_that_asks_for_yte_templating_is_refused(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text((REPO / "config/test.yaml").read_text() + "__use_yte__: true\n")
-    with pytest.raises(fc.ConfigError, match=r"c\.yaml: __use_yte__ makes Snakemake evaluate the file as a YTE "
+    with pytest.raises(ConfigError, match=r"c\.yaml: __use_yte__ makes Snakemake evaluate the file as a YTE "
                                              r"template.*remove the key"):
         load_config_file(path)
 
@@ -242,7 +242,7 @@ def test_names_longer_than_the_limit_are_refused(section):
            "traces": "stationary"}[section]
     config = base_config()
     rename(section, old, "n" * 256)(config)
-    with pytest.raises(fc.ConfigError, match=rf"^{section}\.'n{{59}}… \(258 characters\): a name of 256 characters, "
+    with pytest.raises(ConfigError, match=rf"^{section}\.'n{{59}}… \(258 characters\): a name of 256 characters, "
                                              rf"more than MAX_NAME_LENGTH = 100"):
         checked(config)
     rename(section, "n" * 256, "n" * 100)(config)
@@ -252,15 +252,15 @@ def test_names_longer_than_the_limit_are_refused(section):
 def test_report_dataset_and_grid_names_longer_than_the_limit_are_refused():
     config = base_config()
     config["reports"] = {"r" * 101: {"kind": "curves", "experiments": ["tiny"]}}
-    with pytest.raises(fc.ConfigError, match=r"^reports\.'r+… \(103 characters\): a name of 101 characters"):
+    with pytest.raises(ConfigError, match=r"^reports\.'r+… \(103 characters\): a name of 101 characters"):
         checked(config)
     config = base_config()
     config["datasets"] = {"d" * 101: {}}
-    with pytest.raises(fc.ConfigError, match=r"^datasets\.'d+… \(103 characters\): a name of 101 characters"):
+    with pytest.raises(ConfigError, match=r"^datasets\.'d+… \(103 characters\): a name of 101 characters"):
         checked(config)
     config = base_config()
     config["algorithms"]["fedavg_{x}"] = {"grid": {"x": ["x" * 100]}, "algorithm": "fedavg"}
-    with pytest.raises(fc.ConfigError, match=r"^algorithms\.'fedavg_x+… \(109 characters\): a name of 107 characters"):
+    with pytest.raises(ConfigError, match=r"^algorithms\.'fedavg_x+… \(109 characters\): a name of 107 characters"):
         checked(expand(config))
 
 
@@ -277,13 +277,13 @@ MEGABYTE = "x" * 1_000_000
 def test_error_messages_echo_a_megabyte_value_shortened(edit, message):
     config = base_config()
     edit(config)
-    with pytest.raises(fc.ConfigError, match=message) as error:
-        fc.check(config)
+    with pytest.raises(ConfigError, match=message) as error:
+        check_config(config)
     assert len(str(error.value)) <= 2100
 
 
 def test_grid_errors_echo_a_megabyte_value_shortened():
-    with pytest.raises(fc.ConfigError) as error:
+    with pytest.raises(ConfigError) as error:
         expand({"experiments": {"e_{a}": {"grid": {"a": [1]}, "partition": MEGABYTE + "{b}"}}})
     assert str(error.value).startswith("experiments.e_{a}.partition: 'xxx") and len(str(error.value)) < 400
 
@@ -328,20 +328,20 @@ def _trace(c, **spec):
 def test_settings_that_stall_or_exhaust_a_job_are_refused(edit, message):
     config = base_config()
     edit(config)
-    with pytest.raises(fc.ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message):
         checked_without_schema(config)
 
 
 def checked_without_schema(config: dict) -> None:
-    """fedavail.config.check alone: the plan layer refuses these whether or not the schema ran first."""
-    fc.check(copy.deepcopy(config))
+    """check_config alone: the plan layer refuses these whether or not the schema ran first."""
+    check_config(copy.deepcopy(config))
 
 
 def test_the_documented_limits_are_the_codes():
-    from fedavail.config_yaml import MAX_NODES
-    from fedavail.plan.config import MAX_NAME_LENGTH
+    from fedavail.plan.checks import MAX_NAME_LENGTH
     from fedavail.plan.experiments import MAX_ROUNDS
     from fedavail.plan.grid import MAX_GRID_CELLS, MAX_RUNS
+    from fedavail.plan.load import MAX_NODES
     from fedavail.plan.local import MAX_BATCH_SIZE
     from fedavail.plan.traces import MAX_TRACE_BYTES, TRACE_BYTES_PER_ENTRY
 

@@ -4,16 +4,17 @@ import numpy as np
 import pytest
 import torch
 
-from fedavail.engine.client_data import Augmentation, ClientData
-from fedavail.engine.local import LocalCorrection, LocalTrainer
+from fedavail.engine.client_data import ClientData
+from fedavail.engine.local import ClientTrainer, LocalCorrection
 from fedavail.engine.params import FlatModel
 from fedavail.models import build_model
+from fedavail.plan.experiments import AugmentationOptions
 from fedavail.plan.local import resolve_local
 
 from synthetic import image_dataset
 
 
-def _client_data(dataset, clients=10, dtype=torch.float32, augmentation=Augmentation()):
+def _client_data(dataset, clients=10, dtype=torch.float32, augmentation=AugmentationOptions()):
     n = len(dataset["train_y"])
     offsets = np.linspace(0, n, clients + 1).astype(np.int64)
     indices = np.random.default_rng(1).permutation(n)
@@ -145,10 +146,10 @@ def _options(**values):
 
 
 def _trainer(model, data, batched=False, seed=11, **values):
-    return LocalTrainer(model, data, _options(**values), seed, batched)
+    return ClientTrainer(model, data, _options(**values), seed, batched)
 
 
-def _round(batched, dtype, correction=None, augmentation=Augmentation(), **values):
+def _round(batched, dtype, correction=None, augmentation=AugmentationOptions(), **values):
     dataset = image_dataset()
     module = build_model("small_cnn", dataset, seed=0).to(dtype)
     model = FlatModel(module)
@@ -178,7 +179,7 @@ def test_batched_equals_loop_with_corrections_and_augmentation():
     anchor = torch.randn(4, dataset_dim, dtype=torch.float64)
     drift = torch.randn(4, dataset_dim, dtype=torch.float64) * 0.01
     correction = LocalCorrection(prox_mu=0.1, anchor=anchor, drift=drift)
-    augmentation = Augmentation(crop_padding=2, horizontal_flip=True)
+    augmentation = AugmentationOptions(crop_padding=2, horizontal_flip=True)
     loop, _ = _round(False, torch.float64, correction, augmentation)
     batched, _ = _round(True, torch.float64, correction, augmentation)
     torch.testing.assert_close(batched.end, loop.end, rtol=0, atol=1e-12)

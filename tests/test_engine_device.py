@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from fedavail.engine.client_data import Augmentation, ClientData
-from fedavail.engine.local import LocalCorrection, LocalTrainer
+from fedavail.engine.client_data import ClientData
+from fedavail.engine.local import ClientTrainer, LocalCorrection
 from fedavail.engine.params import FlatModel
 from fedavail.models import build_model
+from fedavail.plan.experiments import AugmentationOptions
 from fedavail.plan.local import LocalOptions
 
 from synthetic import image_dataset
@@ -24,7 +25,7 @@ def _logical(model: FlatModel, vector: torch.Tensor) -> torch.Tensor:
 
 
 def _setup(name, dtype, channels_last=True, size=32, channels=3, train=120, clients=4,
-           augmentation=Augmentation()):
+           augmentation=AugmentationOptions()):
     dataset = image_dataset(train=train, test=10, size=size, channels=channels)
     model = FlatModel(build_model(name, dataset, seed=0).to(dtype), channels_last=channels_last).to(DEVICE)
     offsets = np.linspace(0, train, clients + 1).astype(np.int64)
@@ -33,11 +34,11 @@ def _setup(name, dtype, channels_last=True, size=32, channels=3, train=120, clie
     return model, data
 
 
-def _round(name, batched, dtype, channels_last=True, correction=None, augmentation=Augmentation(), **shape):
+def _round(name, batched, dtype, channels_last=True, correction=None, augmentation=AugmentationOptions(), **shape):
     model, data = _setup(name, dtype, channels_last, augmentation=augmentation, **shape)
     clients = torch.tensor([0, 2, 3])
     starts = model.flatten().expand(3, -1)
-    trainer = LocalTrainer(model, data, LocalOptions(lr=0.05, steps=4, batch_size=16, grad_clip=0.5), 5, batched)
+    trainer = ClientTrainer(model, data, LocalOptions(lr=0.05, steps=4, batch_size=16, grad_clip=0.5), 5, batched)
     state = trainer.init_state(data.num_clients, dtype, DEVICE)
     return model, trainer.train(clients, starts, correction, 1, 0.05, state)
 
@@ -73,7 +74,7 @@ def test_batched_equals_loop_with_corrections_and_augmentation():
     anchor = torch.randn(3, model.dim, dtype=torch.float64, generator=generator).to(DEVICE)
     drift = (torch.randn(3, model.dim, dtype=torch.float64, generator=generator) * 0.01).to(DEVICE)
     correction = LocalCorrection(prox_mu=0.1, anchor=anchor, drift=drift)
-    augmentation = Augmentation(crop_padding=2, horizontal_flip=True)
+    augmentation = AugmentationOptions(crop_padding=2, horizontal_flip=True)
     _, loop = _round("small_cnn", False, torch.float64, True, correction, augmentation, size=8, channels=1)
     _, batched = _round("small_cnn", True, torch.float64, True, correction, augmentation, size=8, channels=1)
     torch.testing.assert_close(batched.end, loop.end, rtol=0, atol=1e-12)

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import fedavail.config as fc
-from fedavail.plan.grid import expand, load
+import fedavail.plan.config as fc
+from fedavail.plan.checks import check_config
+from fedavail.plan.grid import expand
+from fedavail.plan.load import load_config
 
 from workflow_helpers import REPO
 
@@ -37,7 +39,7 @@ def run_set(config: dict) -> dict:
 @pytest.mark.parametrize("name", ["fast", "fedswe"])
 def test_paper_config_expands_to_its_recorded_run_set(name):
     recorded = json.loads((FIXTURES / f"paper_runs_{name}.json").read_text())
-    expanded = run_set(load([REPO / f"config/{name}.yaml"]))
+    expanded = run_set(load_config([REPO / f"config/{name}.yaml"]))
     assert expanded["experiments"] == recorded["experiments"]
     assert expanded["reports"] == recorded["reports"]
     assert expanded["specs"] == recorded["specs"]
@@ -45,7 +47,7 @@ def test_paper_config_expands_to_its_recorded_run_set(name):
 
 
 def test_a_config_without_grids_or_sets_is_unchanged():
-    config = load([REPO / "config/test.yaml"])
+    config = load_config([REPO / "config/test.yaml"])
     assert expand(config) == config
 
 
@@ -64,7 +66,7 @@ def test_grid_cells_are_the_product_of_the_axes_named_by_the_template(tmp_path):
         '    trace: "{trace}"\n'
         '    note: "α = {alpha} on {trace}, {{literal}}"\n'
         '    training: {rounds: 7, last_n: 1}\n')
-    config = load([path])
+    config = load_config([path])
     assert config["partitions"] == {
         "mnist_a0.1": {"dataset": "mnist5k", "scheme": "dirichlet", "alpha": 0.1},
         "mnist_a1": {"dataset": "mnist5k", "scheme": "dirichlet", "alpha": 1},
@@ -222,7 +224,7 @@ def test_format_specs_and_conversions_in_grid_fields_are_refused_before_formatti
 @pytest.mark.parametrize("path", sorted((REPO / "config").glob("*.yaml")), ids=lambda path: path.name)
 def test_every_config_expands_within_the_limits(path):
     """No config uses a format spec, an overlong name or more cells or runs than the limits allow."""
-    fc.check(load([path]))
+    check_config(load_config([path]))
 
 
 @pytest.mark.parametrize("config, message", [

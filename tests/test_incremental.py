@@ -6,7 +6,7 @@ import os
 import pytest
 import yaml
 
-from fedavail.plan import grid
+from fedavail.plan.load import load_config
 from tiny_run import copy_finished_run, planned_jobs, private_src
 from workflow_helpers import REPO
 
@@ -38,7 +38,7 @@ def run(tmp_path):
 
 def edit_config(workdir, edit):
     path = workdir / "config/test.yaml"
-    config = grid.load([path])
+    config = load_config([path])
     edit(config)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 

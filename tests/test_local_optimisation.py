@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import torch
 
-from fedavail.engine.client_data import Augmentation, ClientData
-from fedavail.engine.local import LocalTrainer
+from fedavail.engine.client_data import ClientData
+from fedavail.engine.local import ClientTrainer
 from fedavail.engine.optim import LocalOptimizer
 from fedavail.engine.params import FlatModel
 from fedavail.models import build_model
+from fedavail.plan.experiments import AugmentationOptions
 from fedavail.plan.local import resolve_local
 
 from synthetic import image_dataset
@@ -53,7 +54,7 @@ def test_inactive_rows_keep_weights_and_state():
     assert new_state["adam_steps"].tolist() == [1, 0] and torch.equal(new_state["exp_avg"][1], state["exp_avg"][1])
 
 
-def _setup(dtype=torch.float64, sizes=(37, 5, 64, 20, 130), augmentation=Augmentation()):
+def _setup(dtype=torch.float64, sizes=(37, 5, 64, 20, 130), augmentation=AugmentationOptions()):
     dataset = image_dataset(train=sum(sizes))
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     indices = np.random.default_rng(1).permutation(sum(sizes))
@@ -64,7 +65,7 @@ def _setup(dtype=torch.float64, sizes=(37, 5, 64, 20, 130), augmentation=Augment
 
 def test_one_epoch_takes_ceil_n_over_b_capped_steps_and_the_next_participation_continues_the_epoch():
     model, data = _setup()
-    trainer = LocalTrainer(model, data, _options(epochs=1, max_steps=4, batch_size=16), seed=0)
+    trainer = ClientTrainer(model, data, _options(epochs=1, max_steps=4, batch_size=16), seed=0)
     state = trainer.init_state(data.num_clients, torch.float64, torch.device("cpu"))
     start = model.flatten().expand(5, -1)
     clients = torch.arange(5)
@@ -87,7 +88,7 @@ def test_one_epoch_takes_ceil_n_over_b_capped_steps_and_the_next_participation_c
 
 def test_epochs_without_a_cap_pass_over_all_data_each_round():
     model, data = _setup()
-    trainer = LocalTrainer(model, data, _options(epochs=2, batch_size=16), seed=0)
+    trainer = ClientTrainer(model, data, _options(epochs=2, batch_size=16), seed=0)
     state = trainer.init_state(data.num_clients, torch.float64, torch.device("cpu"))
     result = trainer.train(torch.arange(5), model.flatten().expand(5, -1), None, 0, 0.05, state)
     assert result.steps.tolist() == [2 * -(-n // 16) for n in data.client_sizes().tolist()]
@@ -96,7 +97,7 @@ def test_epochs_without_a_cap_pass_over_all_data_each_round():
 
 def test_running_accuracy_spans_the_epoch_and_resets_at_its_end():
     model, data = _setup()
-    trainer = LocalTrainer(model, data, _options(epochs=1, max_steps=4, batch_size=16), seed=0)
+    trainer = ClientTrainer(model, data, _options(epochs=1, max_steps=4, batch_size=16), seed=0)
     state = trainer.init_state(data.num_clients, torch.float64, torch.device("cpu"))
     start = model.flatten()[None]
     accuracies = []
@@ -109,9 +110,9 @@ def test_running_accuracy_spans_the_epoch_and_resets_at_its_end():
     assert state["epoch_acc_batches"][4] == 0 and state["epoch_acc_sum"][4] == 0
 
 
-def _two_rounds(batched, values, augmentation=Augmentation()):
+def _two_rounds(batched, values, augmentation=AugmentationOptions()):
     model, data = _setup(augmentation=augmentation)
-    trainer = LocalTrainer(model, data, _options(**values), seed=3, batched=batched)
+    trainer = ClientTrainer(model, data, _options(**values), seed=3, batched=batched)
     state = trainer.init_state(data.num_clients, torch.float64, torch.device("cpu"))
     x = model.flatten()
     results = []
@@ -140,7 +141,7 @@ def test_loop_equals_vmap_in_float64_with_momentum_adam_and_persistent_state(val
 
 def test_loop_equals_vmap_with_augmentation_and_partial_batches():
     values = {"optimizer": "momentum", "optimizer_state": "persistent", "epochs": 1, "batch_size": 16}
-    augmentation = Augmentation(crop_padding=2, horizontal_flip=True)
+    augmentation = AugmentationOptions(crop_padding=2, horizontal_flip=True)
     (loop, _), (vmap, _) = _two_rounds(False, values, augmentation), _two_rounds(True, values, augmentation)
     for a, b in zip(loop, vmap):
         torch.testing.assert_close(b.end, a.end, rtol=0, atol=1e-12)

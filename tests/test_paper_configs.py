@@ -8,9 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-import fedavail.config as fc
+import fedavail.plan.config as fc
 from fedavail.availability.traces import make_trace
-from fedavail.plan import grid, reports
+from fedavail.plan import reports
+from fedavail.plan.load import load_config
 from fedavail.report import toy
 
 from workflow_helpers import REPO, copy_workflow, snakemake
@@ -54,7 +55,7 @@ def test_paper_config_dry_run_lists_every_job(dry_runs, name):
     output, seconds = dry_runs[name]
     counts = job_counts(output)
     assert counts == EXPECTED[name], counts
-    config = grid.load([REPO / f"config/{name}.yaml"])
+    config = load_config([REPO / f"config/{name}.yaml"])
     assert counts["train"] == len(fc.runs(config))
     assert counts["report_experiment"] == len(config["experiments"])
     assert "This was a dry-run" in output
@@ -63,13 +64,13 @@ def test_paper_config_dry_run_lists_every_job(dry_runs, name):
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_paper_config_reports_are_valid(name):
-    config = grid.load([REPO / f"config/{name}.yaml"])
+    config = load_config([REPO / f"config/{name}.yaml"])
     parsed = reports.parse_reports(config)
     assert set(parsed) == set(config["reports"])
 
 
 def test_fedswe_config_follows_the_paper():
-    config = grid.load([REPO / "config/fedswe.yaml"])
+    config = load_config([REPO / "config/fedswe.yaml"])
     table2 = [config["experiments"][e] for e in config["reports"]["table2"]["experiments"]]
     assert len(table2) == 9 and all(len(e["algorithms"]) == 10 for e in table2)
     assert all(e["training"]["rounds"] == 2000 and e["training"]["local"]["schedule"] == "sqrt_decay" for e in table2)

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 import yaml
 
-import fedavail.config as fc
+import fedavail.plan.config as fc
 from fedavail.integrity import seal_summary
 from fedavail.plan import captions, reports
+from fedavail.plan.checks import check_reports
 from fedavail.report import build, compare, labels, render, tables
 from fedavail.report import frame as tidy
 
@@ -80,7 +81,7 @@ def _job(config, name, dirs):
 def _experiment_report(tmp_path, config, dirs):
     """The per-experiment files of experiment e, as rule report_experiment writes them."""
     outputs = {k: tmp_path / v for k, v in reports.experiment_outputs("e").items()}
-    build.make_report(json.loads(fc.as_json(fc.report_spec(config, "e"))), dirs, outputs)
+    build.make_report(json.loads(fc.as_json(reports.experiment_job(config, "e"))), dirs, outputs)
     return outputs
 
 
@@ -396,7 +397,7 @@ def test_canonical_identities_read_the_resolved_hyperparameters():
 def test_invalid_reports_are_rejected_naming_the_key(report, message):
     config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])}, ALGS, {"r": report})
     with pytest.raises(fc.ConfigError, match=message):
-        fc.check_reports(config)
+        check_reports(config)
 
 
 def test_the_schema_lists_the_report_kinds_and_common_keys_of_the_specs():
@@ -408,7 +409,7 @@ def test_the_schema_lists_the_report_kinds_and_common_keys_of_the_specs():
 
 
 def test_report_specs_load_without_torch_pandas_or_the_report_code():
-    code = ("import sys, fedavail.config, fedavail.plan.captions, fedavail.plan.reports; "
+    code = ("import sys, fedavail.plan.checks, fedavail.plan.captions, fedavail.plan.reports; "
             "print(sorted(m for m in ('pandas', 'fedavail.report') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

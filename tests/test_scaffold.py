@@ -7,11 +7,12 @@ import torch
 
 from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import RoundContext, run_round
-from fedavail.engine.client_data import Augmentation, ClientData
-from fedavail.engine.local import LocalTrainer
+from fedavail.engine.client_data import ClientData
+from fedavail.engine.local import ClientTrainer
 from fedavail.engine.optim import LocalOptimizer
 from fedavail.engine.params import FlatModel
 from fedavail.models import build_model
+from fedavail.plan.experiments import AugmentationOptions
 from fedavail.plan.local import resolve_local
 from fedavail.rng import torch_generator
 
@@ -124,10 +125,10 @@ def _engine_round(batched: bool, local: dict, drift_scale: float = 0.01):
     model = FlatModel(build_model("small_cnn", dataset, seed=0).to(torch.float64))
     indices = np.random.default_rng(0).permutation(len(dataset["train_y"]))
     offsets = np.linspace(0, len(indices), 11).astype(np.int64)
-    data = ClientData(dataset, offsets, indices, torch.device("cpu"), Augmentation(), torch.float64)
+    data = ClientData(dataset, offsets, indices, torch.device("cpu"), AugmentationOptions(), torch.float64)
     work = {} if "epochs" in local else {"steps": 4}
     options = resolve_local({"lr": 0.05, "batch_size": 8, **work, **local}, None, "training.local")
-    trainer = LocalTrainer(model, data, options, seed=5, batched=batched)
+    trainer = ClientTrainer(model, data, options, seed=5, batched=batched)
     state = trainer.init_state(data.num_clients, torch.float64, torch.device("cpu"))
     clients = torch.tensor([1, 4, 6, 9])
     drift = drift_scale * torch.randn(4, model.dim, dtype=torch.float64, generator=torch.Generator().manual_seed(2))

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-import fedavail.config as fc
+import fedavail.plan.config as fc
 from fedavail.plan import captions, reports
 from fedavail.report import build
 from fedavail.report import frame as tidy

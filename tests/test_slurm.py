@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from fedavail.plan import grid
+from fedavail.plan.load import load_config
 from tiny_run import assert_same_results, copy_finished_run, copy_workflow_files, finished_run, run_env, snakemake
 from workflow_helpers import REPO
 
@@ -145,7 +145,7 @@ def sacct(env: dict) -> list[dict]:
 
 def with_long_experiment(workdir: Path, rounds: int = 200) -> str:
     """config/test.yaml plus an experiment whose training runs long enough (~60 ms a round) to be preempted."""
-    config = grid.load([workdir / "config/test.yaml"])
+    config = load_config([workdir / "config/test.yaml"])
     config["traces"]["long"] = dict(config["traces"]["stationary"], rounds=rounds)
     training = dict(config["experiments"]["tiny"]["training"], rounds=rounds, eval_every=100, last_n=2)
     config["experiments"]["long"] = {"partition": "mnist5k_dir0.5", "trace": "long",

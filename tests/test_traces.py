@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from fedavail.availability.traces import load_trace, make_trace, plot_trace, save_trace, validate_trace_spec
+from fedavail.availability.traces import load_trace, make_trace, plot_trace, save_trace
 from fedavail.data.partition import make_partition
+from fedavail.plan.traces import resolve_trace
 
 M, T = 100, 2000
 Z_BOUND = 4.5  # |z| beyond this for any of ~100 checks has probability < 1e-3 under the model
@@ -191,15 +192,15 @@ def test_figure(partition, tmp_path):
 )
 def test_invalid_specs_name_the_key(spec, key):
     with pytest.raises(ValueError, match=f"'{key}'"):
-        validate_trace_spec(spec)
+        resolve_trace(spec)
 
 
 def test_workflow_keys_are_accepted_and_checked(partition):
     spec = {"model": "fedswe", "partition": "mnist_dir0.1", "num_clients": M, "rounds": 50}
-    validate_trace_spec(spec)
+    resolve_trace(spec)
     trace = make_trace(spec, M, 50, seed=0, partition=partition)
     assert trace.params["partition"] == "mnist_dir0.1" and trace.params["partition_params"] == partition.params
     with pytest.raises(ValueError, match="'rounds'"):
         make_trace(spec, M, 60, seed=0, partition=partition)
     with pytest.raises(ValueError, match="'num_clients'"):
-        validate_trace_spec({"model": "bernoulli", "p": 0.5, "num_clients": 0})
+        resolve_trace({"model": "bernoulli", "p": 0.5, "num_clients": 0})

@@ -17,7 +17,7 @@ from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.partition import make_partition, save_partition
 import fedavail.checkpoint as checkpoint_mod
 from fedavail import divergence, integrity, provenance, stopping
-from fedavail.engine.local import LocalTrainer
+from fedavail.engine.local import ClientTrainer
 from fedavail.train import Execution, run
 
 from synthetic import image_dataset, training_inputs
@@ -231,16 +231,16 @@ def test_temporary_files_of_a_killed_run_are_removed(inputs, tmp_path):
 def test_a_stop_inside_a_round_discards_it_and_resumes_at_its_start(inputs, tmp_path, monkeypatch, spec):
     # With persistent optimizer state and epoch cursors, the discarded round must leave them as they were too.
     _run(inputs, tmp_path / "whole", spec)
-    real = LocalTrainer.plan
+    real = ClientTrainer.plan
 
     def stop_in_round_2(self, client, round_index, state):
         if round_index == 2:  # request the stop as a signal would, then let training notice it
             stopping.request(signal.SIGTERM)
         return real(self, client, round_index, state)
 
-    monkeypatch.setattr(LocalTrainer, "plan", stop_in_round_2)
+    monkeypatch.setattr(ClientTrainer, "plan", stop_in_round_2)
     assert _run(inputs, tmp_path / "run", spec) == {"stopped_at": 2}
-    monkeypatch.setattr(LocalTrainer, "plan", real)
+    monkeypatch.setattr(ClientTrainer, "plan", real)
     _run(inputs, tmp_path / "run", spec)
     pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
 

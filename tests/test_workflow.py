@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from fedavail.plan import grid
+from fedavail.plan.load import load_config
 from workflow_helpers import REPO, copy_workflow, snakemake
 
 
@@ -42,7 +42,7 @@ def test_lint_passes():
 
 
 def _config_with(tmp_path, edit):
-    config = grid.load([REPO / "config/test.yaml"])
+    config = load_config([REPO / "config/test.yaml"])
     edit(config)
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from fedavail.plan.experiments import DEVICE, Execution
+from fedavail.plan.experiments import DEVICE, ExecutionOptions
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _execution_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = Execution()  # the config's `execution` defaults
+    defaults = ExecutionOptions()  # the config's `execution` defaults
     parser.add_argument("--threads", type=int, default=defaults.train_threads)
     parser.add_argument("--device", type=_device, default=defaults.device,
                         help="auto (CUDA when present), cpu, cuda, cuda:N")

@@ -27,7 +27,6 @@ from typing import IO
 
 log = logging.getLogger("fedavail.gpu_slots")
 
-DEFAULT_DIR = ".snakemake/fedavail-gpu-slots"
 MAX_LEVELS = 64
 _HIDDEN = ("", "-1", "none", "NoDevFiles")
 _held: list["Slot"] = []  # slots claimed by this process: kept referenced (and locked) until it exits

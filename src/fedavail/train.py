@@ -29,14 +29,14 @@ from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
 from fedavail.divergence import divergence
 from fedavail.engine.backend import picks_vmap
-from fedavail.engine.client_data import Augmentation, ClientData
+from fedavail.engine.client_data import ClientData
 from fedavail.engine.evaluate import evaluate
-from fedavail.engine.local import LocalResult, LocalTrainer, LocalWork, train_together, vmap_supported
+from fedavail.engine.local import ClientTrainer, LocalResult, LocalWork, train_together, vmap_supported
 from fedavail.engine.params import FlatModel
 from fedavail.integrity import DIGEST, json_digest, seal_summary
 from fedavail.io import atomic_path, remove_temporaries, write_json
 from fedavail.models import build_model
-from fedavail.plan.experiments import Execution as ExecutionSettings
+from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
 from fedavail.plan.local import resolve_local
 from fedavail.plan.sources import run_algorithms, training_code_sha256
 from fedavail.provenance import file_sha256, input_hashes, log_run_header, run_fingerprint
@@ -102,7 +102,7 @@ def git_commit() -> str | None:
         return None
 
 
-EXECUTION_DEFAULTS = ExecutionSettings()  # the config's `execution` defaults (fedavail.plan.experiments)
+EXECUTION_DEFAULTS = ExecutionOptions()  # the config's `execution` defaults (fedavail.plan.experiments)
 
 
 @dataclass
@@ -130,7 +130,8 @@ class RunInputs:
 def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Path, spec: dict,
         execution: Execution = Execution(), stop_after_round: int | None = None) -> dict:
     """Run (or resume) one training run described by `spec` = {seed, training: {..., local: {...}}, algorithm: {...}}
-(fedavail.config.run_spec resolves the local optimisation block; an algorithm's own lr overrides its lr).
+    (fedavail.plan.config.run_spec resolves the local optimisation block, the algorithm's lr included; a spec written
+    by hand may give `lr` in its algorithm block instead, which overrides training.local.lr).
 
     Returns the summary, or {"stopped_at": round} when the run stopped early. `stop_after_round` ends the run early
     as if preempted (tests use it to check resume)."""
@@ -387,7 +388,7 @@ class SeedRun:
 
     seed: int
     algorithm: Algorithm
-    trainer: LocalTrainer
+    trainer: ClientTrainer
     trace: Trace
     state: State
     local_state: State
@@ -419,6 +420,7 @@ def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inp
     seed = int(spec["seed"])
     algorithm_spec = dict(spec["algorithm"])
     algorithm_name = algorithm_spec.pop("algorithm")
+    # The workflow's specs carry no algorithm lr (run_spec moves it into training.local); hand-written ones may.
     options = resolve_local(training.get("local"), algorithm_spec.pop("lr", None), "training.local")
     algorithm = build_algorithm(algorithm_name, algorithm_spec)
     partition = load_partition(seed_inputs.partition)
@@ -430,9 +432,9 @@ def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inp
         raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[1]} clients, "
                          f"partition {seed_inputs.partition} has {partition.num_clients}")
 
-    augmentation = Augmentation(**training.get("augmentation", {}))
+    augmentation = AugmentationOptions(**training.get("augmentation", {}))
     data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
-    trainer = LocalTrainer(shared.model, data, options, seed, shared.batched)
+    trainer = ClientTrainer(shared.model, data, options, seed, shared.batched)
     train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
     evaluation = _Evaluation(shared.model, data.inputs, {
         "test": (shared.dataset["test_x"], shared.dataset["test_y"]),

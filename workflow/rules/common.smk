@@ -1,4 +1,4 @@
-# Helpers shared by the rules: config validation (strict YAML, schema, then fedavail.config.check), damaged files set
+# Helpers shared by the rules: config validation (strict YAML, schema, then fedavail.plan.checks), damaged files set
 # aside, and the job grid.
 import functools
 import math
@@ -8,13 +8,12 @@ import shlex
 import sys
 
 import jsonschema
-import fedavail.config as fc
-import fedavail.config_yaml as fy
 import fedavail.data.raw_digests as rd
 import fedavail.integrity as fi
-import fedavail.plan.grid as fg
+import fedavail.plan.config as fc
 from fedavail.launcher import malloc_assignments
-from fedavail.plan.config import algorithm_spec
+from fedavail.plan.checks import check_config, schema_problem
+from fedavail.plan.load import load_config
 from fedavail.plan.sources import run_algorithms, training_code_sha256
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
@@ -25,8 +24,7 @@ from snakemake.utils import validate
 # (a repeated key is an error, 1e-3 is a number) and rebuild the config from them; --config KEY=VALUE still wins.
 # Grids and algorithm sets are then expanded into plain entries, so the schema and the checks see only those.
 try:
-    merged_config = fy.merge(fy.load_config_files(workflow.configfiles), dict(workflow.config_settings.config))
-    strict_config = fg.expand(merged_config)
+    strict_config = load_config(workflow.configfiles, dict(workflow.config_settings.config))
 except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 config.clear()
@@ -37,9 +35,9 @@ except WorkflowError as error:
     # Snakemake's message prints the offending value and its schema in full: name the key, cut the value.
     if not isinstance(error.__context__, jsonschema.ValidationError):
         raise
-    raise WorkflowError(f"invalid config: {fc.schema_problem(error.__context__)}") from None
+    raise WorkflowError(f"invalid config: {schema_problem(error.__context__)}") from None
 try:
-    fc.check(config)
+    check_config(config)
 except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 
@@ -211,7 +209,7 @@ def train_code_sha256(wildcards):
     """A parameter, not the source files as inputs: a content hash of the code a run executes (fedavail.plan.sources)
     reruns the runs whose code changed, and nothing when the project folder is moved or copied (inputs would be
     absolute paths outside the workdir)."""
-    return training_code_sha256(run_algorithms(algorithm_spec(config, wildcards.algorithm)))
+    return training_code_sha256(run_algorithms(fc.algorithm_spec(config, wildcards.algorithm)))
 
 
 def train_inputs(wildcards):

@@ -38,8 +38,8 @@ import numpy as np
 from fedavail.availability import models
 from fedavail.data.partition import Partition
 from fedavail.io import atomic_path, reading, write_npz
+from fedavail.plan.traces import full_trace_spec, per_client, snapshot_size
 from fedavail.rng import numpy_generator
-from fedavail.plan.traces import full_trace_spec, per_client, resolve_trace, snapshot_size
 
 STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
 
@@ -58,14 +58,6 @@ class Trace:
     @property
     def num_clients(self) -> int:
         return self.available.shape[1]
-
-
-# ---------------------------------------------------------------- spec
-
-
-def validate_trace_spec(spec: dict) -> None:
-    """Raise ValueError naming the offending key (settings and defaults: fedavail.plan.traces)."""
-    resolve_trace(spec)
 
 
 # ---------------------------------------------------------------- making traces

@@ -7,14 +7,14 @@ import torch
 
 from fedavail.data.augment import random_crop_flip
 from fedavail.data.prepared import text_windows
-from fedavail.plan.experiments import Augmentation
+from fedavail.plan.experiments import AugmentationOptions
 from fedavail.rng import torch_generator
 
 
 class ClientData:
     """The train set on the device, the partition as CSR index lists, and the input transform."""
 
-    def __init__(self, dataset: dict, offsets, indices, device: torch.device, augmentation: Augmentation,
+    def __init__(self, dataset: dict, offsets, indices, device: torch.device, augmentation: AugmentationOptions,
                  dtype: torch.dtype = torch.float32):
         self.kind = dataset["kind"]
         self.device = device

@@ -2,14 +2,14 @@
 optimisation settings (fedavail.plan.local: optimizer, LR schedule, steps or epochs, batch size, clip, optimizer
 state).
 
-`LocalTrainer` owns the model, the client data, the settings and the back end. Two interchangeable back ends: a
+`ClientTrainer` owns the model, the client data, the settings and the back end. Two interchangeable back ends: a
 per-client loop (the fast path on CPU) and a torch.func.vmap over stacked client parameters (the default on CUDA).
 Both consume the same keyed minibatches and the same optimizer formula (engine.optim), so they return the same end
 points up to floating-point reassociation. `train_together` hands several seeds' participants (each seed its own
-LocalTrainer over the same model, settings and data tensors) to one back-end call: one vmap over seeds x clients.
+ClientTrainer over the same model, settings and data tensors) to one back-end call: one vmap over seeds x clients.
 
 Per-client state that outlives a round (optimizer moments with `optimizer_state: persistent`; the epoch cursor and
-the running training accuracy of epoch-based local work) is kept as [m, ...] tables in `LocalTrainer.init_state`'s
+the running training accuracy of epoch-based local work) is kept as [m, ...] tables in `ClientTrainer.init_state`'s
 dict, which the trainer checkpoints with the algorithm's state."""
 
 import contextlib
@@ -89,7 +89,7 @@ class LocalWork:
     """One seed's share of a round's local training: its trainer, its participants, their start points and
     correction, and its per-client tables (updated in place)."""
 
-    trainer: "LocalTrainer"
+    trainer: "ClientTrainer"
     clients: torch.Tensor  # [n]
     starts: torch.Tensor  # [n, d]
     correction: LocalCorrection | None
@@ -130,7 +130,7 @@ def vmap_supported(model: FlatModel) -> bool:
     return not any(isinstance(m, torch.nn.RNNBase) for m in model.module.modules())
 
 
-class LocalTrainer:
+class ClientTrainer:
     def __init__(self, model: FlatModel, data: ClientData, options: LocalOptions, seed: int, batched: bool = False):
         if batched and not vmap_supported(model):
             raise ValueError("this model cannot be batched with vmap (LSTM); use the per-client loop")
@@ -155,7 +155,7 @@ class LocalTrainer:
         place."""
         return train_together([LocalWork(self, clients, starts, correction, state)], round_index, lr)[0]
 
-    def compatible(self, other: "LocalTrainer") -> bool:
+    def compatible(self, other: "ClientTrainer") -> bool:
         """Whether this trainer's clients can share `other`'s back-end call."""
         return self.model is other.model and self.options == other.options and self.batched == other.batched
 

@@ -1,13 +1,20 @@
 """Typed, torch-free settings resolved from a config: every default is written once, here, and jobs receive the
-resolved values (so a changed default shows up as a changed job spec).
+resolved values (so a changed default shows up as a changed job spec). Nothing here imports the rest of fedavail
+(only fedavail.io, to write docs/configuration.md).
 
-  options      declaring a setting (type, default, meaning, allowed values) as a dataclass field
-  partitions   one dataclass per partition scheme          traces       one per availability trace model
-  algorithms   one per algorithm (the algorithm classes inherit them)
-  models       the model names                             local        training.local
-  experiments  an experiment, its training block, execution
-  config       a whole config checked entry by entry, and the settings each job depends on
-  sources      the source files a training run depends on
-  docs         docs/configuration.md, generated from all of the above
-  grid         grids and algorithm sets, expanded before a config is checked
-  reports      one dataclass per report kind (claims, captions: their parsing and wording)"""
+Entry points: fedavail.plan.load.load_config reads a config, fedavail.plan.checks.check_config checks it, and
+fedavail.plan.config gives each job's spec.
+
+  load           reading config files strictly, merging them, expanding grids (load_config)
+  checks         every check of a config beyond its schema (check_config)
+  config         ConfigError, and the jobs of a config with the settings each depends on
+  grid           grids and algorithm sets, expanded before a config is checked
+  options        declaring a setting (type, default, meaning, allowed values) as a dataclass field; checking keys
+  partitions     one dataclass per partition scheme          traces       one per availability trace model
+  algorithms     one per algorithm (the algorithm classes inherit them)
+  models         the model names                             local        training.local
+  experiments    an experiment, its training block and augmentation, the execution block
+  reports        one dataclass per report kind               captions     the reports' wording
+  claim_parsing  the claims of a `claims` report, parsed into checks over cells of the runs
+  sources        the source files a training run depends on
+  docs           docs/configuration.md, generated from all of the above"""

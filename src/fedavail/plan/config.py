@@ -1,13 +1,12 @@
-"""A whole config, checked entry by entry against the typed settings of the plan layer, and the settings each job
-depends on. Every error names the key path (`partitions.p.alpha: ...`)."""
+"""A config's jobs and the settings each depends on (its spec, every default filled in, so a changed default is a
+changed job), the datasets it may name, and ConfigError, the error every config check raises (fedavail.plan.checks)."""
 
+import json
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms import resolve_algorithm
-from fedavail.plan.experiments import Augmentation, Execution, Experiment, Training
 from fedavail.plan.local import resolve_local
-from fedavail.plan.options import key_table, required
-from fedavail.plan.partitions import full_partition_spec, resolve_partition
+from fedavail.plan.partitions import full_partition_spec
 from fedavail.plan.traces import TRACE_MODELS_NEEDING_PARTITION, full_trace_spec
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
@@ -19,8 +18,6 @@ DATASETS = BUNDLED_DATASETS + PAPER_DATASETS
 # chain of values in a message built from a plan-layer error, would otherwise flood the terminal).
 MAX_ECHO_LENGTH = 200
 MAX_MESSAGE_LENGTH = 2000
-# Names become folders and file names (results/runs/<experiment>/<algorithm>/..., well below the 255 bytes of one).
-MAX_NAME_LENGTH = 100
 
 
 def cut(text: str, limit: int) -> str:
@@ -40,91 +37,22 @@ class ConfigError(ValueError):
         super().__init__(cut(message, MAX_MESSAGE_LENGTH))
 
 
-def check_name_length(section: str, name: str) -> None:
-    if len(name) > MAX_NAME_LENGTH:
-        raise ConfigError(f"{section}.{shorten(name, 60)}: a name of {len(name)} characters, more than "
-                          f"MAX_NAME_LENGTH = {MAX_NAME_LENGTH} (names become folders and file names); shorten it")
-
-
-def wrap(key: str, validate, *args):
-    """validate(*args), its ValueError or TypeError re-raised as a ConfigError under `key`."""
-    try:
-        return validate(*args)
-    except (ValueError, TypeError) as error:
-        raise ConfigError(f"{key}: {error}") from error
-
-
 def without(spec: dict, *keys: str) -> dict:
     return {k: v for k, v in spec.items() if k not in keys}
 
 
-def check_entries(config: dict) -> None:
-    """Raise ConfigError naming the first key of a partition, trace, algorithm, experiment or the execution block
-    that cannot run, or a cross-reference that names nothing."""
-    _typed(Execution, config.get("execution", {}), "execution")
-    for name, spec in config["partitions"].items():
-        if spec.get("dataset") not in DATASETS:
-            raise ConfigError(f"partitions.{name}.dataset: {shorten(spec.get('dataset'))} is not one of {DATASETS}")
-        wrap(f"partitions.{name}", resolve_partition, without(spec, "dataset"))
-    for name in config["traces"]:
-        _check_trace(config, name)
-    for name, spec in config["algorithms"].items():
-        wrap(f"algorithms.{name}", resolve_algorithm, spec["algorithm"], without(spec, "algorithm", "lr"))
-    for name in config["experiments"]:
-        _check_experiment(config, name)
+def merge(base: dict, update: dict) -> dict:
+    """Nested mappings merged key by key, later values winning (how Snakemake combines several config files)."""
+    merged = dict(base)
+    for key, value in update.items():
+        merged[key] = merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) \
+            else value
+    return merged
 
 
-def _check_trace(config: dict, name: str) -> None:
-    key, spec = f"traces.{name}", config["traces"][name]
-    if spec["model"] in TRACE_MODELS_NEEDING_PARTITION:
-        if spec.get("partition") not in config["partitions"]:
-            raise ConfigError(f"{key}.partition: model {spec['model']!r} needs a partition defined under "
-                              f"'partitions' (got {shorten(spec.get('partition'))})")
-    elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
-        raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
-    wrap(key, trace_spec, config, name)
-
-
-def _check_experiment(config: dict, name: str) -> None:
-    key, experiment = f"experiments.{name}", config["experiments"][name]
-    _typed(Experiment, experiment, key)
-    for ref, table in (("partition", "partitions"), ("trace", "traces")):
-        if experiment[ref] not in config[table]:
-            raise ConfigError(f"{key}.{ref}: {shorten(experiment[ref])} is not defined under '{table}'")
-    for algorithm in experiment["algorithms"]:
-        if algorithm not in config["algorithms"]:
-            raise ConfigError(f"{key}.algorithms: {shorten(algorithm)} is not defined under 'algorithms'")
-    training = _typed(Training, experiment["training"], f"{key}.training")
-    _typed(Augmentation, training.augmentation, f"{key}.training.augmentation")
-    for algorithm in experiment["algorithms"]:
-        try:
-            local_spec(config, name, algorithm)
-        except ValueError as error:
-            raise ConfigError(f"{error} (algorithm {algorithm!r})") from error
-    trace = config["traces"][experiment["trace"]]
-    if trace["rounds"] < training.rounds:
-        raise ConfigError(f"{key}.training.rounds: {training.rounds} rounds, but trace {experiment['trace']!r} has "
-                          f"only {trace['rounds']}")
-    trace_clients = trace_spec(config, experiment["trace"])["num_clients"]
-    partition_clients = config["partitions"][experiment["partition"]].get("num_clients")
-    if partition_clients is not None and trace_clients != partition_clients:
-        raise ConfigError(f"{key}: trace {experiment['trace']!r} has {trace_clients} clients, partition "
-                          f"{experiment['partition']!r} has {partition_clients}")
-
-
-def _typed(cls, values: dict, where: str):
-    """`values` as a `cls`, keys and values checked; ConfigError naming the key under `where`."""
-    allowed = key_table(cls)
-    unknown = sorted(set(values) - set(allowed))
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(allowed)})")
-    missing = [name for name in required(cls) if name not in values]
-    if missing:
-        raise ConfigError(f"{where}.{missing[0]}: missing")
-    try:
-        return cls(**values)
-    except ValueError as error:
-        raise ConfigError(f"{where}.{error}") from error
+def as_json(obj) -> str:
+    """A job's spec as its command line passes it: keys sorted, so the same settings are the same parameter."""
+    return json.dumps(obj, sort_keys=True)
 
 
 def partition_spec(config: dict, name: str) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 from fedavail.plan.algorithms import algorithm_options
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.config import BUNDLED_DATASETS, DATASETS
-from fedavail.plan.experiments import Augmentation, Execution, Experiment, Training
+from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
 from fedavail.plan.options import default_of
 from fedavail.plan.partitions import PARTITION_SCHEMES
@@ -84,7 +84,7 @@ def generate() -> str:
         "| `algorithms` | mapping | required | named algorithm settings; experiments list these names |",
         "| `experiments` | mapping | required | named experiments |",
         "| `reports` | mapping | `{}` | see Reports |",
-        "", "## execution", "", *table(Execution),
+        "", "## execution", "", *table(ExecutionOptions),
         "", "## datasets", "",
         f"Datasets: {', '.join(f'`{name}`' for name in DATASETS)} (bundled with the package: "
         f"{', '.join(f'`{name}`' for name in BUNDLED_DATASETS)}; the others are downloaded, or placed by hand). "
@@ -108,10 +108,10 @@ def generate() -> str:
         "",
         "`global_lr` is every algorithm's except `fast`'s, which sets it in `base_hyperparameters`.",
         *_variants("Algorithm", "algorithm", algorithm_options(), AlgorithmOptions),
-        "", "## experiments.<name>", "", *table(Experiment),
-        "", "### training", "", *table(Training),
+        "", "## experiments.<name>", "", *table(ExperimentOptions),
+        "", "### training", "", *table(TrainingOptions),
         "", "### training.local", "", *table(LocalOptions),
-        "", "### training.augmentation", "", *table(Augmentation),
+        "", "### training.augmentation", "", *table(AugmentationOptions),
         "", END,
     ]
     return "\n".join(lines) + "\n"

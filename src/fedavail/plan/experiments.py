@@ -15,7 +15,7 @@ AUGMENTATION_DRAWS = ("per_image", "per_batch")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Augmentation:
+class AugmentationOptions:
     """Image augmentation of every local minibatch."""
 
     crop_padding: int = option(0, "random crop after zero padding by this many pixels; 0: no crop")
@@ -37,7 +37,7 @@ class Augmentation:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Training:
+class TrainingOptions:
     """`experiments.<name>.training`: what every run of the experiment trains."""
 
     model: str = option(doc="the model, by name", choices=tuple(MODEL_NAMES))
@@ -59,7 +59,7 @@ class Training:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Experiment:
+class ExperimentOptions:
     """`experiments.<name>`: every listed algorithm runs once per seed on the same partition and trace."""
 
     partition: str = option(doc="a partition under `partitions`")
@@ -71,7 +71,7 @@ class Experiment:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Execution:
+class ExecutionOptions:
     """`execution`: where and how jobs run; changing these reruns nothing."""
 
     train_threads: int = option(1, "CPU threads per training job")

@@ -23,8 +23,8 @@ import math
 import string
 from fnmatch import fnmatchcase
 
-from fedavail.plan.config import ConfigError, check_name_length, shorten
-from fedavail.config_yaml import load_config_files, merge
+from fedavail.plan.checks import check_name_length
+from fedavail.plan.config import ConfigError, merge, shorten
 
 GRID_SECTIONS = ("partitions", "traces", "algorithms", "experiments")
 GLOB_CHARACTERS = "*?["
@@ -33,11 +33,6 @@ GLOB_CHARACTERS = "*?["
 MAX_GRID_CELLS = 10_000
 # Training runs: experiments × their algorithms × their seeds (the paper configs: at most 1,278).
 MAX_RUNS = 100_000
-
-
-def load(paths) -> dict:
-    """The config files, read strictly and merged in order, with grids and sets expanded."""
-    return expand(load_config_files(paths))
 
 
 def expand(config: dict) -> dict:

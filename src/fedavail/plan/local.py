@@ -30,7 +30,7 @@ OPTIMIZER_STATES = ("reset", "persistent")
 DEFAULT_STEPS = 10
 # Samples per minibatch: more only stalls a round (batch_size 100,000 did not finish round 0 in a minute), and no
 # bundled or paper dataset needs it. A batch larger than the dataset's training samples is refused as well
-# (fedavail.config_checks).
+# (fedavail.plan.checks).
 MAX_BATCH_SIZE = 8192
 
 

@@ -7,7 +7,7 @@ import types
 import typing
 from dataclasses import MISSING, field, fields
 
-from fedavail.specs import REQUIRED, check_keys
+REQUIRED = "required"  # the default of a key that has none (check_keys)
 
 
 def option(default=MISSING, doc: str = "", *, choices: tuple = ()):
@@ -27,8 +27,18 @@ def default_of(f):
     return f.default_factory() if f.default_factory is not MISSING else f.default
 
 
+def check_keys(spec: dict, allowed: dict, what: str, owner: str, ignore=()) -> None:
+    """Raise ValueError naming the first key of `spec` that `allowed` lacks, or the first REQUIRED key it misses."""
+    unknown = sorted(set(spec) - set(allowed) - set(ignore))
+    if unknown:
+        raise ValueError(f"{what} {unknown[0]!r} is not used by {owner} (allowed: {sorted(allowed)})")
+    missing = [key for key, default in allowed.items() if default == REQUIRED and key not in spec]
+    if missing:
+        raise ValueError(f"{what} {missing[0]!r} is required by {owner}")
+
+
 def key_table(cls) -> dict:
-    """The settings of `cls` as fedavail.specs.check_keys takes them: name -> default, or REQUIRED."""
+    """The settings of `cls` as check_keys takes them: name -> default, or REQUIRED."""
     return {f.name: REQUIRED if default_of(f) is MISSING else default_of(f) for f in fields(cls)}
 
 

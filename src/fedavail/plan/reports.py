@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fedavail.plan.config import experiment_seeds
-from fedavail.plan.claims import check_cells, parse_claims, referenced
+from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
 
 # What an experiment is, in the words the tables, figures and published values use (fedavail.report.frame columns).
 ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds", "trace_model", "dynamics", "gamma",

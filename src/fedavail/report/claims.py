@@ -1,5 +1,6 @@
-"""The `claims` report kind evaluated on the runs: each claim (parsed by fedavail.plan.claims) gets our numbers, the
-paired statistics of every comparison it makes, the paper's own numbers where it publishes them, and a verdict.
+"""The `claims` report kind evaluated on the runs: each claim (parsed by fedavail.plan.claim_parsing) gets our
+numbers, the paired statistics of every comparison it makes, the paper's own numbers where it publishes them, and a
+verdict.
 
 Evidence. Seeds pair runs: seed s gives every algorithm the same partition, availability trace and initial model, in
 every experiment, so a comparison is judged on its per-seed differences d_s (a − b for greater, method − reference
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fedavail.plan.claims import parse_claims
+from fedavail.plan.claim_parsing import parse_claims
 from fedavail.report import frame as tidy
 from fedavail.report.render import TextTable
 from fedavail.report.tables import title

@@ -27,7 +27,7 @@ it tells them apart) alpha, gamma; each compared cell is looked up by its algori
 (fedavail/report/paper_values.csv), and the paper's own difference and spread are shown beside ours.
 """
 
-from fedavail.specs import REQUIRED, check_keys
+from fedavail.plan.options import REQUIRED, check_keys
 
 CLAIM_KEYS = {"claim": REQUIRED, "source": REQUIRED, "check": REQUIRED, "paper": None}
 PAPER_KEYS = {"dataset": REQUIRED, "dynamics": REQUIRED, "alpha": None, "gamma": None}

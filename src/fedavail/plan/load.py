@@ -1,16 +1,19 @@
-"""Reading config files strictly: a key given twice in one mapping is an error (not "the later one wins"), and
-numbers in scientific notation (1e-3, 1.0e6, 5E+2) are numbers. PyYAML follows YAML 1.1, which reads those as
-strings; this loader resolves floats as YAML 1.2 does. YAML 1.1 also reads 010 as 8 (octal) and 1:00 as 60 (base
-60): such a plain scalar is an error here, not a number nobody meant. A document whose aliases expand to more than
-MAX_NODES nodes (a "billion laughs") is refused before it is built."""
+"""Loading a config: its files read strictly, merged in order, grids and sets expanded. load_config is the entry point
+the Snakefile, the benchmarks and the tests share; fedavail.plan.checks.check_config then checks what it returns.
+
+Strict reading: a key given twice in one mapping is an error (not "the later one wins"), and numbers in scientific
+notation (1e-3, 1.0e6, 5E+2) are numbers. PyYAML follows YAML 1.1, which reads those as strings; this loader resolves
+floats as YAML 1.2 does. YAML 1.1 also reads 010 as 8 (octal) and 1:00 as 60 (base 60): such a plain scalar is an
+error here, not a number nobody meant. A document whose aliases expand to more than MAX_NODES nodes (a "billion
+laughs") is refused before it is built."""
 
 import re
 from pathlib import Path
 
 import yaml
 
-from fedavail.config import ConfigError
-from fedavail.plan.config import shorten
+from fedavail.plan.config import ConfigError, merge, shorten
+from fedavail.plan.grid import expand
 
 # Nodes of a document with its aliases expanded: each paper config has about a thousand.
 MAX_NODES = 100_000
@@ -112,17 +115,10 @@ def load_config_file(path: str | Path) -> dict:
     return loaded
 
 
-def merge(base: dict, update: dict) -> dict:
-    """Nested mappings merged key by key, later values winning (how Snakemake combines several config files)."""
-    merged = dict(base)
-    for key, value in update.items():
-        merged[key] = merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) \
-            else value
-    return merged
-
-
-def load_config_files(paths) -> dict:
+def load_config(paths, overrides: dict | None = None) -> dict:
+    """The config files, read strictly and merged in order, then `overrides` (Snakemake's --config), with grids and
+    sets expanded."""
     merged = {}
     for path in paths:
         merged = merge(merged, load_config_file(path))
-    return merged
+    return expand(merge(merged, overrides or {}))

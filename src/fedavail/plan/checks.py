@@ -1,0 +1,232 @@
+"""Every check of a config beyond its JSON schema, run before any job starts; every error names the key path
+(`partitions.p.alpha: ...`). check_config is the entry point the Snakefile and the tests share (after the schema, on
+what fedavail.plan.load.load_config returns):
+
+- names that are safe in paths and shell commands (check_names), finite numbers (check_finite);
+- each partition, trace, algorithm, experiment and the execution block against its typed settings, and the
+  cross-references between them (check_entries);
+- settings valid alone that cannot run together: a budget larger than the clients, a class mix the partition does not
+  store, known p_i^t from a trace without them, ... (check_combinations);
+- the `reports:` section (check_reports)."""
+
+import math
+import re
+
+from fedavail.plan.algorithms import resolve_algorithm
+from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.config import (DATASETS, MAX_MESSAGE_LENGTH, ConfigError, cut, local_spec, shorten, trace_spec,
+                                  without)
+from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
+from fedavail.plan.local import LocalOptions
+from fedavail.plan.options import key_table, required
+from fedavail.plan.partitions import SCHEMES_DRAWING_NU, resolve_partition
+from fedavail.plan.reports import parse_reports
+from fedavail.plan.traces import TRACE_MODELS_NEEDING_PARTITION, check_trace_for, records_prob
+
+# A name becomes a folder (results/runs/<experiment>/<algorithm>/...) and part of shell commands: letters, digits and
+# . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+NAMED_SECTIONS = ("experiments", "algorithms", "partitions", "traces", "reports", "datasets")
+# Names become folders and file names (results/runs/<experiment>/<algorithm>/..., well below the 255 bytes of one).
+MAX_NAME_LENGTH = 100
+
+# Training samples of each image dataset (text datasets depend on their options and use the natural scheme).
+TRAIN_SAMPLES = {"fashion_mnist": 60000, "cifar10": 50000, "svhn": 73257, "cinic10": 90000, "mnist5k": 4000,
+                 "digits": 1438}
+
+
+def check_config(config: dict) -> None:
+    """Raise ConfigError naming the first key whose value cannot run."""
+    check_names(config)
+    check_finite(config)
+    check_entries(config)
+    check_combinations(config)
+    check_reports(config)
+
+
+def schema_problem(error) -> str:
+    """A JSON-schema validation error as `<key>: <problem>`, the offending value shortened (the validator's own text
+    repeats it, whatever its size, and its part of the schema)."""
+    key = ".".join(str(part) for part in error.absolute_path) or "config"
+    return cut(f"{key}: {error.message.replace(repr(error.instance), shorten(error.instance))}", MAX_MESSAGE_LENGTH)
+
+
+# ---------------------------------------------------------------- names and numbers
+
+
+def check_names(config: dict) -> None:
+    for section in NAMED_SECTIONS:
+        for name in config.get(section) or {}:
+            if not isinstance(name, str) or not NAME.fullmatch(name):
+                raise ConfigError(f"{section}.{shorten(name)}: a name must match {NAME.pattern} (letters, digits, '.', "
+                                  f"'_', '+', '-'; starting with a letter or digit): names become folders and shell "
+                                  f"words")
+            check_name_length(section, name)
+
+
+def check_name_length(section: str, name: str) -> None:
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(f"{section}.{shorten(name, 60)}: a name of {len(name)} characters, more than "
+                          f"MAX_NAME_LENGTH = {MAX_NAME_LENGTH} (names become folders and file names); shorten it")
+
+
+def check_finite(value, key: str = "config") -> None:
+    """Reject NaN and ±inf anywhere (YAML's .nan / .inf): no setting means "not a number"."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            check_finite(item, f"{key}.{name}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_finite(item, f"{key}[{index}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{key.removeprefix('config.')}: {value} is not a finite number")
+
+
+# ---------------------------------------------------------------- entries and their cross-references
+
+
+def check_entries(config: dict) -> None:
+    """Raise ConfigError naming the first key of a partition, trace, algorithm, experiment or the execution block
+    that cannot run, or a cross-reference that names nothing."""
+    _typed(ExecutionOptions, config.get("execution", {}), "execution")
+    for name, spec in config["partitions"].items():
+        if spec.get("dataset") not in DATASETS:
+            raise ConfigError(f"partitions.{name}.dataset: {shorten(spec.get('dataset'))} is not one of {DATASETS}")
+        _wrap(f"partitions.{name}", resolve_partition, without(spec, "dataset"))
+    for name in config["traces"]:
+        _check_trace(config, name)
+    for name, spec in config["algorithms"].items():
+        _wrap(f"algorithms.{name}", resolve_algorithm, spec["algorithm"], without(spec, "algorithm", "lr"))
+    for name in config["experiments"]:
+        _check_experiment(config, name)
+
+
+def _wrap(key: str, validate, *args):
+    """validate(*args), its ValueError or TypeError re-raised as a ConfigError under `key`."""
+    try:
+        return validate(*args)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"{key}: {error}") from error
+
+
+def _check_trace(config: dict, name: str) -> None:
+    key, spec = f"traces.{name}", config["traces"][name]
+    if spec["model"] in TRACE_MODELS_NEEDING_PARTITION:
+        if spec.get("partition") not in config["partitions"]:
+            raise ConfigError(f"{key}.partition: model {spec['model']!r} needs a partition defined under "
+                              f"'partitions' (got {shorten(spec.get('partition'))})")
+    elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
+        raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
+    _wrap(key, trace_spec, config, name)
+
+
+def _check_experiment(config: dict, name: str) -> None:
+    key, experiment = f"experiments.{name}", config["experiments"][name]
+    _typed(ExperimentOptions, experiment, key)
+    for ref, table in (("partition", "partitions"), ("trace", "traces")):
+        if experiment[ref] not in config[table]:
+            raise ConfigError(f"{key}.{ref}: {shorten(experiment[ref])} is not defined under '{table}'")
+    for algorithm in experiment["algorithms"]:
+        if algorithm not in config["algorithms"]:
+            raise ConfigError(f"{key}.algorithms: {shorten(algorithm)} is not defined under 'algorithms'")
+    training = _typed(TrainingOptions, experiment["training"], f"{key}.training")
+    _typed(AugmentationOptions, training.augmentation, f"{key}.training.augmentation")
+    for algorithm in experiment["algorithms"]:
+        try:
+            local_spec(config, name, algorithm)
+        except ValueError as error:
+            raise ConfigError(f"{error} (algorithm {algorithm!r})") from error
+    trace = config["traces"][experiment["trace"]]
+    if trace["rounds"] < training.rounds:
+        raise ConfigError(f"{key}.training.rounds: {training.rounds} rounds, but trace {experiment['trace']!r} has "
+                          f"only {trace['rounds']}")
+    trace_clients = trace_spec(config, experiment["trace"])["num_clients"]
+    partition_clients = config["partitions"][experiment["partition"]].get("num_clients")
+    if partition_clients is not None and trace_clients != partition_clients:
+        raise ConfigError(f"{key}: trace {experiment['trace']!r} has {trace_clients} clients, partition "
+                          f"{experiment['partition']!r} has {partition_clients}")
+
+
+def _typed(cls, values: dict, where: str):
+    """`values` as a `cls`, keys and values checked; ConfigError naming the key under `where`."""
+    allowed = key_table(cls)
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(allowed)})")
+    missing = [name for name in required(cls) if name not in values]
+    if missing:
+        raise ConfigError(f"{where}.{missing[0]}: missing")
+    try:
+        return cls(**values)
+    except ValueError as error:
+        raise ConfigError(f"{where}.{error}") from error
+
+
+# ---------------------------------------------------------------- settings that cannot run together
+
+
+def check_combinations(config: dict) -> None:
+    for name, partition in config["partitions"].items():
+        samples = TRAIN_SAMPLES.get(partition["dataset"])
+        clients = partition.get("num_clients")
+        if samples is not None and clients is not None and clients > samples:
+            raise ConfigError(f"partitions.{name}.num_clients: {clients} clients, but {partition['dataset']} has "
+                              f"only {samples} training samples")
+    for name in config["traces"]:
+        _check_trace_combinations(config, name)
+    options = {name: resolve_algorithm(spec["algorithm"], without(spec, "algorithm", "lr"))
+               for name, spec in config["algorithms"].items()}
+    for name, experiment in config["experiments"].items():
+        _check_batch_size(config, name, experiment)
+        trace = trace_spec(config, experiment["trace"])
+        for algorithm in experiment["algorithms"]:
+            _check_algorithm_on_trace(name, experiment["trace"], trace, algorithm, options[algorithm])
+
+
+def _check_batch_size(config: dict, name: str, experiment: dict) -> None:
+    dataset = config["partitions"][experiment["partition"]]["dataset"]
+    samples = TRAIN_SAMPLES.get(dataset)
+    batch_size = (experiment["training"].get("local") or {}).get("batch_size", LocalOptions.batch_size)
+    if samples is not None and batch_size > samples:
+        raise ConfigError(f"experiments.{name}.training.local.batch_size: {batch_size} samples per minibatch, but "
+                          f"{dataset} has only {samples} training samples; lower it")
+
+
+def _check_trace_combinations(config: dict, name: str) -> None:
+    spec = trace_spec(config, name)
+    if spec["num_clients"] is not None:
+        try:
+            check_trace_for(spec, spec["num_clients"])
+        except ValueError as error:
+            raise ConfigError(f"traces.{name}: {error}") from error
+    if spec["model"] == "fedswe" and spec["class_mix"] == "nu":
+        scheme = config["partitions"][spec["partition"]]["scheme"]
+        if scheme not in SCHEMES_DRAWING_NU:
+            raise ConfigError(f"traces.{name}.class_mix: 'nu' (the default) needs a partition that draws ν_i "
+                              f"({', '.join(SCHEMES_DRAWING_NU)}); partition {spec['partition']!r} uses "
+                              f"{scheme!r}: set class_mix: empirical")
+
+
+def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, algorithm: str,
+                              options: AlgorithmOptions) -> None:
+    clients = trace.get("num_clients")
+    budget = getattr(options, "clients_per_round", None)
+    if budget is not None and clients is not None and budget > clients:
+        raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
+                          f"of experiment {experiment!r}")
+    if options.needs_prob() and not records_prob(trace):
+        raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace {trace_name!r} "
+                          f"(model {trace['model']!r}, distribution {trace.get('distribution')!r}) does not record "
+                          f"(experiment {experiment!r})")
+
+
+
+# ---------------------------------------------------------------- reports
+
+
+def check_reports(config: dict) -> None:
+    """The `reports:` section (fedavail.plan.reports): kinds, keys and the experiments they read."""
+    try:
+        parse_reports(config)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(str(error)) from error

@@ -8,6 +8,7 @@ resolved values (so a changed default shows up as a changed job spec).
   experiments  an experiment, its training block, execution
   config       a whole config checked entry by entry, and the settings each job depends on
   sources      the source files a training run depends on
-  docs         docs/configuration.md, generated from all of the above
+  schema       workflow/schemas/config.schema.yaml, generated from all of the above
+  docs         docs/configuration.md and docs/algorithms.md's tables, generated from all of the above
   grid         grids and algorithm sets, expanded before a config is checked
   reports      one dataclass per report kind (claims, captions: their parsing and wording)"""

@@ -18,7 +18,10 @@ class AlgorithmOptions:
     global_lr: float = option(1.0, "server learning rate η_g: x ← x + η_g·U")
 
     def __post_init__(self):
-        check_choices(self, f"{type(self).__name__.removesuffix('Options').lower()} option")
+        name = type(self).__name__.removesuffix("Options").lower()
+        check_choices(self, f"{name} option")
+        if not self.global_lr > 0:
+            raise ValueError(f"{name} global_lr must be > 0, got {self.global_lr!r}")
 
     @classmethod
     def hyperparameters(cls) -> list[str]:
@@ -31,8 +34,8 @@ class FedAvgOptions(AlgorithmOptions):
 
     weighting: str = option("active", "active: mean over the available clients; all: sum / N; known: sum of Δ_i/p_i^t "
                             "over N (needs a trace that records p_i^t)", choices=("active", "all", "known"))
-    p_floor: float | None = option(0.02, "floor on p_i^t for weighting known (1/p blows up for rare clients); null: "
-                                   "no floor")
+    p_floor: float | None = option(0.02, "floor on p_i^t for weighting known, so a rare client's weight is at most "
+                                   "1/p_floor (IBM/fedau uses 0.02); null: no floor, as the FedAWE code")
 
     def __post_init__(self):
         super().__post_init__()
@@ -44,7 +47,8 @@ class FedAvgOptions(AlgorithmOptions):
 class FedProxOptions(AlgorithmOptions):
     """FedProx (arXiv 1812.06127): local steps on F_i(w) + (μ/2)‖w − x^t‖²."""
 
-    mu: float = option(0.01, "proximal weight μ of (μ/2)‖w − x^t‖²")
+    mu: float = option(0.01, "proximal weight μ ≥ 0 of (μ/2)‖w − x^t‖² (the FedProx paper's grid: 0.001, 0.01, 0.1, "
+                       "1); 0 is FedAvg over the active clients")
 
     def __post_init__(self):
         super().__post_init__()
@@ -66,9 +70,10 @@ class FastOptions(AlgorithmOptions):
     base_hyperparameters: dict = option({}, "the base algorithm's options (its global_lr goes here)")
     schedule: str = option("bernoulli", "snapshot rounds: every I-th round, with probability q, or adaptive q "
                            "(Algorithm 2)", choices=("every", "bernoulli", "adaptive"))
-    interval: int = option(2, "I, schedule every")
-    q: float = option(0.5, "snapshot probability, schedule bernoulli")
-    lam: float = option(1.0, "λ, the step of adaptive q")
+    interval: int = option(2, "I ≥ 1, schedule every")
+    q: float = option(0.5, "snapshot probability in [0, 1], schedule bernoulli")
+    lam: float = option(1.0, "λ ≥ 0, the step of adaptive q (the paper's default; the authors' command-line default "
+                        "is 0.7)")
     signal: str = option("round_mean", "adaptive q's accuracy signal: the round's mean local accuracy, or the running "
                          "mean since each client's epoch began", choices=("round_mean", "running"))
 
@@ -96,7 +101,7 @@ class FedSWEOptions(AlgorithmOptions):
     """FedSWE (arXiv 2609.04763): adaptive innovation echoing and a global moving average; k = 0 is FedAWE (arXiv
     2409.17446)."""
 
-    k: float = option(100.0, "interpolation coefficient of the global moving average; 0 is FedAWE")
+    k: float = option(100.0, "interpolation coefficient k ≥ 0 of the global moving average; 0 is FedAWE")
     echo_clip: float | None = option(None, "L2 clip of the averaged echoed update (the FedAWE authors' code uses 0.5); "
                                      "null: off")
 
@@ -127,7 +132,8 @@ class FedVARPOptions(AlgorithmOptions):
 class FedAUOptions(AlgorithmOptions):
     """FedAU (arXiv 2306.03401): each update weighted by the client's estimated participation interval."""
 
-    cutoff: int | None = option(50, "K: an absence this long is recorded as an interval; null: no cutoff")
+    cutoff: int | None = option(50, "K ≥ 1: an absence this long is recorded as an interval (FedSWE App. H and the "
+                                "FedAWE code); null: no cutoff (IBM/fedau's default is 10^5)")
 
     def __post_init__(self):
         super().__post_init__()
@@ -139,8 +145,9 @@ class FedAUOptions(AlgorithmOptions):
 class GFedAvgOptions(AlgorithmOptions):
     """Generalized FedAvg with amplification, gFedAvg (arXiv 2205.13648): a periodically amplified global step."""
 
-    amplification: float = option(10.0, "η ≥ 1: the amplification of the periodic global step")
-    period: int = option(100, "P: rounds between amplified global steps")
+    amplification: float = option(10.0, "η ≥ 1: the amplification of the periodic global step (the reference code "
+                                  "asserts η ≥ 1; FedSWE App. H uses 10)")
+    period: int = option(100, "P ≥ 1: rounds between amplified global steps (FedSWE App. H uses 100)")
 
     def __post_init__(self):
         super().__post_init__()
@@ -154,8 +161,8 @@ class GFedAvgOptions(AlgorithmOptions):
 class F3ASTOptions(AlgorithmOptions):
     """F3AST (arXiv 2205.06730): availability-aware selection of K clients from learned rates."""
 
-    beta: float = option(0.001, "β: step of the selection-rate estimate r")
-    clients_per_round: int | None = option(None, "K, the selection budget; null: round(0.1·m)")
+    beta: float = option(0.001, "β in (0, 1]: step of the selection-rate estimate r (FedSWE App. H)")
+    clients_per_round: int | None = option(None, "K ≥ 1, the selection budget; null: max(1, round(0.1·m))")
     normalization: str = option("budget", "budget: the update is divided by K (the reference code); none: not",
                                 choices=("budget", "none"))
 

@@ -48,9 +48,14 @@ def value_schema(hint) -> dict:
     return schema
 
 
-def _setting(f, hint, fill_defaults: bool) -> dict:
+def _setting(f, hint, fill_defaults: bool, null_given: bool = False) -> dict:
+    """A setting's schema. One whose default is null is left out to mean it, unless `null_given`: the config is also
+    read as written (fedavail.plan.config.trace_spec, experiment_seeds, the grids), where an explicit null would not
+    stand for the default."""
     choices = f.metadata.get("choices", ())
     schema = {"enum": list(choices)} if choices else value_schema(hint)
+    if default_of(f) is None and not null_given:
+        _without_null(schema)
     if fill_defaults and default_of(f) is not MISSING:
         schema["default"] = default_of(f)
     if f.metadata.get("doc"):
@@ -58,11 +63,19 @@ def _setting(f, hint, fill_defaults: bool) -> dict:
     return schema
 
 
-def block(cls, fill_defaults: bool = False, nested: dict | None = None, optional: tuple[str, ...] = ()) -> dict:
+def _without_null(schema: dict) -> None:
+    kinds = schema.get("type")
+    if isinstance(kinds, list):
+        remaining = [kind for kind in kinds if kind != "null"]
+        schema["type"] = remaining[0] if len(remaining) == 1 else remaining
+
+
+def block(cls, fill_defaults: bool = False, nested: dict | None = None, optional: tuple[str, ...] = (),
+          null_given: bool = False) -> dict:
     """Dataclass `cls` as a closed mapping: one property per setting, the settings without a default required but
     those in `optional` (given elsewhere in the config). `nested` names the settings that are blocks of their own
     (their schema); such a setting states its default (an empty mapping) only where that block fills in its own
-    defaults."""
+    defaults. `null_given`: an explicit null stands for a null default (see _setting)."""
     nested = nested or {}
     hints = typing.get_type_hints(cls)
     properties = {}
@@ -75,7 +88,7 @@ def block(cls, fill_defaults: bool = False, nested: dict | None = None, optional
             if f.metadata.get("doc"):
                 properties[f.name]["description"] = f.metadata["doc"]
         else:
-            properties[f.name] = _setting(f, hints[f.name], fill_defaults)
+            properties[f.name] = _setting(f, hints[f.name], fill_defaults, null_given)
     required = [f.name for f in fields(cls) if default_of(f) is MISSING and f.name not in optional]
     return {"type": "object", "properties": properties, **({"required": required} if required else {}),
             "additionalProperties": False}
@@ -84,17 +97,12 @@ def block(cls, fill_defaults: bool = False, nested: dict | None = None, optional
 def variants(tag: str, registry: dict, required: tuple[str, ...], common: dict | None = None) -> dict:
     """An entry whose `tag` names one of the dataclasses in `registry` (a partition scheme, a trace model): the
     settings of all of them, each allowing what any variant allows; which keys a variant takes, and their bounds, the
-    plan layer checks. A required key is never null."""
+    plan layer checks."""
     properties = {**(common or {}), tag: {"enum": list(registry)}}
     for cls in registry.values():
         hints = typing.get_type_hints(cls)
         for f in fields(cls):
             properties[f.name] = _merged(properties.get(f.name), _setting(f, hints[f.name], fill_defaults=False))
-    for key in required:
-        kinds = properties[key].get("type")
-        if isinstance(kinds, list):
-            remaining = [kind for kind in kinds if kind != "null"]
-            properties[key]["type"] = remaining[0] if len(remaining) == 1 else remaining
     return {"type": "object", "properties": properties, "required": list(required)}
 
 
@@ -139,14 +147,15 @@ def report_entry() -> dict:
     """A report: its kind and the keys every kind takes; each kind's own keys the plan layer checks
     (fedavail.plan.reports.parse_report)."""
     hints = typing.get_type_hints(Report)
-    properties = {f.name: value_schema(hints[f.name]) for f in fields(Report)}
+    properties = {f.name: _setting(f, hints[f.name], fill_defaults=False) for f in fields(Report)}
     properties["kind"] = {"enum": sorted(KINDS)}
     return {"type": "object", "properties": properties, "required": ["kind"]}
 
 
 def generate() -> dict:
-    # training.local's lr may be each algorithm entry's own.
-    local = block(LocalOptions, optional=("lr",))
+    # training.local's lr may be each algorithm entry's own; the block is read only through
+    # fedavail.plan.local.resolve_local, where a null is the default.
+    local = block(LocalOptions, optional=("lr",), null_given=True)
     training = block(Training, fill_defaults=True,
                      nested={"local": local, "augmentation": block(Augmentation, fill_defaults=True)})
     return {

@@ -6,7 +6,8 @@ report kinds).
 The workflow validates with snakemake's set_default, so the schema states defaults exactly where jobs read the config
 as it is: execution, training and training.augmentation. Every other block's defaults are filled in by the plan
 layer when a job's spec is resolved, and the value bounds of every setting are checked there (fedavail.config.check,
-with messages that name the key); the schema bounds only what no dataclass declares (seeds, dataset options)."""
+with messages that name the key); the schema bounds only what no dataclass declares: the seeds, the dataset
+options and an algorithm entry's own lr."""
 
 import types
 import typing

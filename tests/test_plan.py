@@ -1,10 +1,7 @@
-"""The plan layer's registries name what the torch side implements, and the JSON schema agrees with its settings:
-every setting is a schema key, every default the schema states is the setting's default, every enum the same."""
-
-from dataclasses import MISSING, fields
+"""The plan layer's registries name what the torch side implements, its settings get their defaults from their
+dataclasses, and its checks name the key path (the JSON schema is generated from it: tests/test_plan_docs.py)."""
 
 import pytest
-import yaml
 
 from fedavail.algorithms import algorithm_class
 from fedavail.availability import models as availability_models
@@ -14,20 +11,11 @@ from fedavail.plan import algorithms as plan_algorithms
 from fedavail.plan import config as plan_config
 from fedavail.plan.checks import check_config
 from fedavail.plan.config import ConfigError
-from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.load import load_config_file
-from fedavail.plan.local import LocalOptions
 from fedavail.plan.models import MODEL_NAMES
-from fedavail.plan.options import default_of
-from fedavail.plan.partitions import ALLOCATIONS, PARTITION_SCHEMES
-from fedavail.plan.traces import FAST_DISTRIBUTIONS, TRACE_MODELS
+from fedavail.plan.traces import FAST_DISTRIBUTIONS
 
 from workflow_helpers import REPO
-
-SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())["properties"]
-ENTRY = {section: SCHEMA[section]["additionalProperties"]["properties"]
-         for section in ("partitions", "traces", "algorithms", "experiments")}
-TRAINING = ENTRY["experiments"]["training"]["properties"]
 
 
 def test_every_registered_algorithm_has_its_behaviour_and_every_model_its_name():
@@ -57,69 +45,6 @@ def test_an_algorithm_gets_its_defaults_from_its_options():
         plan_algorithms.resolve_algorithm("fedavg", {"weighting": "some"})
 
 
-def union_of_fields(registry: dict) -> dict:
-    """name -> the fields of that name across the variants."""
-    found = {}
-    for cls in registry.values():
-        for f in fields(cls):
-            found.setdefault(f.name, []).append(f)
-    return found
-
-
-def agrees(schema_properties: dict, settings: dict) -> None:
-    """Every setting is a schema key; a schema default is every variant's default; a schema enum is the union of
-    the variants' choices."""
-    for name, variants in settings.items():
-        assert name in schema_properties, name
-        prop = schema_properties[name]
-        if "default" in prop:
-            assert all(default_of(f) == prop["default"] for f in variants), name
-        choices = {choice for f in variants for choice in f.metadata.get("choices", ())}
-        if choices:
-            assert set(prop["enum"]) == choices, name
-
-
-def test_partitions_schema_agrees_with_the_schemes():
-    agrees(ENTRY["partitions"], union_of_fields(PARTITION_SCHEMES))
-    assert set(ENTRY["partitions"]) == {"dataset", "scheme", *union_of_fields(PARTITION_SCHEMES)}
-    assert ENTRY["partitions"]["scheme"]["enum"] == list(PARTITION_SCHEMES)
-    assert ENTRY["partitions"]["dataset"]["enum"] == list(plan_config.DATASETS)
-    assert ENTRY["partitions"]["allocation"]["enum"] == list(ALLOCATIONS)
-
-
-def test_traces_schema_agrees_with_the_trace_models():
-    agrees(ENTRY["traces"], union_of_fields(TRACE_MODELS))
-    assert set(ENTRY["traces"]) == {"model", *union_of_fields(TRACE_MODELS)}
-    assert ENTRY["traces"]["model"]["enum"] == list(TRACE_MODELS)
-
-
-def test_algorithms_schema_agrees_with_the_algorithm_options():
-    assert ENTRY["algorithms"]["algorithm"] == {"type": "string"}  # the plan's check lists the known names
-    agrees(ENTRY["algorithms"], union_of_fields({"base": plan_algorithms.AlgorithmOptions}))
-
-
-@pytest.mark.parametrize("cls, properties, schema_fills_defaults", [
-    (ExperimentOptions, ENTRY["experiments"], False),
-    (TrainingOptions, TRAINING, True),
-    (LocalOptions, TRAINING["local"]["properties"], False),
-    (AugmentationOptions, TRAINING["augmentation"]["properties"], True),
-    (ExecutionOptions, SCHEMA["execution"]["properties"], True),
-])
-def test_experiment_and_execution_schema_agrees_with_the_settings(cls, properties, schema_fills_defaults):
-    """Where the workflow's schema validation fills defaults in (set_default), it states every one; elsewhere it
-    states none, and the plan layer fills them in."""
-    assert set(properties) == {f.name for f in fields(cls)}
-    agrees(properties, {f.name: [f] for f in fields(cls)})
-    for f in fields(cls):
-        stated = "default" in properties[f.name]
-        fillable = default_of(f) is not MISSING and f.name != "local"
-        assert stated == (schema_fills_defaults and fillable), f.name
-
-
-def test_model_names_are_the_schemas():
-    assert TRAINING["model"]["enum"] == MODEL_NAMES
-
-
 def test_the_settings_code_stays_simple():
     """radon: no block of the plan layer (the config checks included) above C (cyclomatic complexity 20)."""
     from radon.complexity import cc_visit
@@ -143,6 +68,11 @@ def test_the_settings_code_stays_simple():
     (lambda c: c.update(execution={"log_every": 0}), r"execution\.log_every: must be an integer >= 1"),
     (lambda c: c["partitions"]["mnist5k_dir0.5"].update(dataset="mnist"), r"partitions\.mnist5k_dir0\.5\.dataset"),
     (lambda c: c["partitions"]["mnist5k_dir0.5"].update(alpha=0), r"partitions\.mnist5k_dir0\.5: .*'alpha' must be"),
+    (lambda c: c["algorithms"]["fedavg_active"].update(global_lr=0), r"algorithms\.fedavg_active: .*global_lr must"),
+    (lambda c: c["experiments"]["tiny"].update(algorithms=[]), r"experiments\.tiny\.algorithms: must be a non-empty"),
+    (lambda c: c["experiments"]["tiny"].update(seeds=[1, 1]), r"experiments\.tiny\.seeds: must be null or a non-empty"),
+    (lambda c: c["experiments"]["tiny"]["training"]["local"].update(lr=-1),
+     r"experiments\.tiny\.training\.local\.lr: must be > 0"),
 ])
 def test_errors_name_the_key_path_without_the_schema(edit, message):
     """The plan layer checks what the schema checks too, so a config read without the workflow fails the same."""

@@ -1,11 +1,67 @@
-"""docs/configuration.md holds exactly the text the plan layer generates (python -m fedavail.plan.docs --write)."""
+"""docs/configuration.md, the option tables of docs/algorithms.md and workflow/schemas/config.schema.yaml hold
+exactly what the plan layer generates (python -m fedavail.plan.docs --write), and the defaults the workflow's schema
+validation fills in are the plan layer's."""
 
-from fedavail.plan.docs import DOCUMENT, END, START, generate, generated_part
+import copy
+import dataclasses
+from dataclasses import MISSING
+
+import pytest
+from snakemake.utils import validate
+
+from fedavail.plan.load import load_config_file
+from fedavail.plan import schema
+from fedavail.plan.algorithms import known_algorithms
+from fedavail.plan.docs import (ALGORITHMS_DOCUMENT, DOCUMENT, END, OPTIONS_END, OPTIONS_START, SCHEMA, START,
+                                generate, generated_part, with_options_tables)
+from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, TrainingOptions
+from fedavail.plan.options import default_of
+
+from workflow_helpers import REPO
+
+OUT_OF_DATE = "is out of date: run python -m fedavail.plan.docs --write"
 
 
 def test_the_configuration_document_is_up_to_date():
-    assert generated_part(DOCUMENT.read_text(encoding="utf-8")) == generate(), \
-        "docs/configuration.md is out of date: run python -m fedavail.plan.docs --write"
+    assert generated_part(DOCUMENT.read_text(encoding="utf-8")) == generate(), f"docs/configuration.md {OUT_OF_DATE}"
+
+
+def test_the_algorithm_options_tables_are_up_to_date():
+    text = ALGORITHMS_DOCUMENT.read_text(encoding="utf-8")
+    assert with_options_tables(text) == text, f"docs/algorithms.md {OUT_OF_DATE}"
+    for name in known_algorithms():
+        assert OPTIONS_START.format(f"algorithm: {name}") in text
+
+
+def test_an_algorithm_without_its_marker_lines_is_named():
+    text = ALGORITHMS_DOCUMENT.read_text(encoding="utf-8").replace(OPTIONS_START.format("algorithm: mifa"), "")
+    with pytest.raises(ValueError, match=f"options of algorithm: mifa need one line .* {OPTIONS_END}"):
+        with_options_tables(text)
+
+
+def test_the_schema_is_up_to_date():
+    assert SCHEMA.read_text(encoding="utf-8") == schema.text(), f"{SCHEMA.relative_to(REPO)} {OUT_OF_DATE}"
+
+
+def test_the_defaults_the_schema_fills_in_are_the_plans():
+    """snakemake's validate(set_default=True) fills execution, training and training.augmentation: with every one of
+    their optional keys left out, the filled values are the dataclasses' defaults, and nothing else is filled."""
+    config = load_config_file(REPO / "config/test.yaml")
+    config.pop("execution", None)
+    for experiment in config["experiments"].values():
+        experiment["training"] = {key: experiment["training"][key] for key in ("model", "rounds", "local")}
+    given = copy.deepcopy(config)
+    validate(config, str(SCHEMA), set_default=True)
+    assert config.pop("execution") == dataclasses.asdict(ExecutionOptions())
+    given.setdefault("reports", {})
+    for name, experiment in config["experiments"].items():
+        training = experiment.pop("training")
+        defaults = {f.name: default_of(f) for f in dataclasses.fields(TrainingOptions) if default_of(f) is not MISSING}
+        assert training == {**defaults, "model": training["model"], "rounds": training["rounds"],
+                            "local": given["experiments"][name]["training"]["local"],
+                            "augmentation": dataclasses.asdict(AugmentationOptions())}
+        given["experiments"][name].pop("training")
+    assert config == given
 
 
 def test_the_generated_part_documents_every_variant():

@@ -11,10 +11,11 @@ fedavail.plan.config gives each job's spec.
   grid           grids and algorithm sets, expanded before a config is checked
   options        declaring a setting (type, default, meaning, allowed values) as a dataclass field; checking keys
   partitions     one dataclass per partition scheme          traces       one per availability trace model
-  algorithms     one per algorithm (the algorithm classes inherit them)
+  algorithms     the algorithm registry: one module of options per algorithm (its class inherits them)
   models         the model names                             local        training.local
   experiments    an experiment, its training block and augmentation, the execution block
   reports        one dataclass per report kind               captions     the reports' wording
   claim_parsing  the claims of a `claims` report, parsed into checks over cells of the runs
   sources        the source files a training run depends on
-  docs           docs/configuration.md, generated from all of the above"""
+  schema         workflow/schemas/config.schema.yaml, generated from all of the above
+  docs           docs/configuration.md and docs/algorithms.md's tables, generated from all of the above"""

@@ -64,10 +64,16 @@ class ExperimentOptions:
 
     partition: str = option(doc="a partition under `partitions`")
     trace: str = option(doc="a trace under `traces`")
-    algorithms: list = option(doc="names under `algorithms`")
-    seeds: list | None = option(None, "this experiment's seeds (e.g. one seed for a cheap sweep); null: the top-level "
-                                "seeds")
+    algorithms: list[str] = option(doc="names under `algorithms`, each once")
+    seeds: list[int] | None = option(None, "this experiment's seeds, distinct integers >= 0 (e.g. one seed for a cheap "
+                                     "sweep); null: the top-level seeds")
     training: dict = option(doc="see training")
+
+    def __post_init__(self):
+        if not _distinct(self.algorithms, str):
+            raise ValueError(f"algorithms: must be a non-empty list of distinct names, got {self.algorithms!r}")
+        if self.seeds is not None and not (_distinct(self.seeds, int) and min(self.seeds) >= 0):
+            raise ValueError(f"seeds: must be null or a non-empty list of distinct integers >= 0, got {self.seeds!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,3 +110,9 @@ def _positive_integers(options, *keys: str) -> None:
         value = getattr(options, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{key}: must be an integer >= 1, got {value!r}")
+
+
+def _distinct(values, kind: type) -> bool:
+    """`values` is a non-empty list of distinct `kind`s (a bool is no integer)."""
+    return (isinstance(values, list) and bool(values) and len(values) == len(set(map(repr, values)))
+            and all(isinstance(value, kind) and not isinstance(value, bool) for value in values))

@@ -37,8 +37,8 @@ MAX_BATCH_SIZE = 8192
 @dataclass(frozen=True)
 class LocalOptions:
     lr: float = option(doc="initial local learning rate η0 (an algorithm's own lr overrides it)")
-    optimizer: str = option("sgd", "sgd, momentum (heavy ball, PyTorch's SGD(momentum=μ)) or adam (PyTorch's Adam)",
-                            choices=OPTIMIZERS)
+    optimizer: str = option("sgd", "sgd: plain SGD; momentum: PyTorch's heavy ball SGD(momentum=μ), dampening 0; "
+                            "adam: PyTorch's Adam; weight_decay is PyTorch's L2 term for each", choices=OPTIMIZERS)
     momentum: float = option(0.9, "μ of optimizer momentum, in [0, 1)")
     betas: tuple[float, float] = option((0.9, 0.999), "Adam's [β1, β2], each in [0, 1)")
     eps: float = option(1e-8, "Adam's ε")
@@ -47,17 +47,24 @@ class LocalOptions:
                            "η0 · gamma^(milestones reached)", choices=SCHEDULES)
     milestones: tuple[int, ...] = option((), "rounds at which multistep multiplies the rate by gamma (increasing)")
     gamma: float = option(0.1, "multistep's factor")
-    steps: int | None = option(None, f"K minibatches of exactly batch_size samples per round; null with epochs "
-                               f"null: {DEFAULT_STEPS}")
-    epochs: int | None = option(None, "E passes over the client's data per round instead of steps")
-    max_steps: int | None = option(None, "with epochs: stop after this many steps, continue at the next "
-                                   "participation")
+    steps: int | None = option(None, f"K minibatches of exactly batch_size samples per round, the client's data "
+                               f"reshuffled whenever it runs out; null with epochs null: {DEFAULT_STEPS}")
+    epochs: int | None = option(None, "E passes over the client's data per round instead of steps; the last batch of "
+                                "an epoch may be partial")
+    max_steps: int | None = option(None, "with epochs: at most this many steps per round; the rest of the epoch "
+                                   "continues at the client's next participation (as the FAST authors' data "
+                                   "iterator does)")
     batch_size: int = option(128, f"B, samples per minibatch, at most {MAX_BATCH_SIZE} and the dataset's training "
                              f"samples")
-    shuffle: bool = option(True, "draw minibatches from reshuffles of the client's data (false: in order)")
-    grad_clip: float | None = option(None, "max L2 norm of every minibatch gradient; null: no clipping")
-    optimizer_state: str = option("reset", "persistent: each client keeps its momentum / Adam moments across rounds "
-                                  "(a per-client optimizer object in the FAST code)", choices=OPTIMIZER_STATES)
+    shuffle: bool = option(True, "draw minibatches from reshuffles of the client's data, keyed by (seed, client, "
+                           "epoch); false: in the partition's order (FAST's Fashion-MNIST and Shakespeare loaders do "
+                           "not shuffle)")
+    grad_clip: float | None = option(None, "max L2 norm of every minibatch gradient; null: no clipping (no author "
+                                     "codebase clips per gradient)")
+    optimizer_state: str = option("reset", "reset: fresh optimizer state every round; persistent: each client keeps "
+                                  "its momentum / Adam moments across rounds as [m, d] tensors (two for Adam, plus [m] "
+                                  "step counts; the FAST code's per-client optimizer objects), checkpointed with the "
+                                  "run and counted in its state bytes", choices=OPTIMIZER_STATES)
 
     def lr_at(self, round_index: int) -> float:
         """η_l at round t."""
@@ -81,6 +88,8 @@ def resolve_local(local: dict | None, algorithm_lr: float | None, where: str) ->
     unknown = sorted(set(values) - {f.name for f in fields(LocalOptions)})
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(f.name for f in fields(LocalOptions))})")
+    if "lr" in values:
+        _positive(values["lr"], "lr", where)  # the block's own lr, checked also where an algorithm's replaces it
     if algorithm_lr is not None:
         values["lr"] = algorithm_lr
     if "lr" not in values:

@@ -13,7 +13,10 @@ class AlgorithmOptions:
     global_lr: float = option(1.0, "server learning rate η_g: x ← x + η_g·U")
 
     def __post_init__(self):
-        check_choices(self, f"{type(self).__name__.removesuffix('Options').lower()} option")
+        name = type(self).__name__.removesuffix("Options").lower()
+        check_choices(self, f"{name} option")
+        if not self.global_lr > 0:
+            raise ValueError(f"{name} global_lr must be > 0, got {self.global_lr!r}")
 
     @classmethod
     def hyperparameters(cls) -> list[str]:

@@ -10,8 +10,8 @@ from fedavail.plan.options import option
 class F3ASTOptions(AlgorithmOptions):
     """F3AST (arXiv 2205.06730): availability-aware selection of K clients from learned rates."""
 
-    beta: float = option(0.001, "β: step of the selection-rate estimate r")
-    clients_per_round: int | None = option(None, "K, the selection budget; null: round(0.1·m)")
+    beta: float = option(0.001, "β in (0, 1]: step of the selection-rate estimate r (FedSWE App. H)")
+    clients_per_round: int | None = option(None, "K ≥ 1, the selection budget; null: max(1, round(0.1·m))")
     normalization: str = option("budget", "budget: the update is divided by K (the reference code); none: not",
                                 choices=("budget", "none"))
 

@@ -16,9 +16,10 @@ class FastOptions(AlgorithmOptions):
     base_hyperparameters: dict = option({}, "the base algorithm's options (its global_lr goes here)")
     schedule: str = option("bernoulli", "snapshot rounds: every I-th round, with probability q, or adaptive q "
                            "(Algorithm 2)", choices=("every", "bernoulli", "adaptive"))
-    interval: int = option(2, "I, schedule every")
-    q: float = option(0.5, "snapshot probability, schedule bernoulli")
-    lam: float = option(1.0, "λ, the step of adaptive q")
+    interval: int = option(2, "I ≥ 1, schedule every")
+    q: float = option(0.5, "snapshot probability in [0, 1], schedule bernoulli")
+    lam: float = option(1.0, "λ ≥ 0, the step of adaptive q (the paper's default; the authors' command-line default "
+                        "is 0.7)")
     signal: str = option("round_mean", "adaptive q's accuracy signal: the round's mean local accuracy, or the running "
                          "mean since each client's epoch began", choices=("round_mean", "running"))
 

@@ -10,7 +10,8 @@ from fedavail.plan.options import option
 class FedAUOptions(AlgorithmOptions):
     """FedAU (arXiv 2306.03401): each update weighted by the client's estimated participation interval."""
 
-    cutoff: int | None = option(50, "K: an absence this long is recorded as an interval; null: no cutoff")
+    cutoff: int | None = option(50, "K ≥ 1: an absence this long is recorded as an interval (FedSWE App. H and the "
+                                "FedAWE code); null: no cutoff (IBM/fedau's default is 10^5)")
 
     def __post_init__(self):
         super().__post_init__()

@@ -12,8 +12,8 @@ class FedAvgOptions(AlgorithmOptions):
 
     weighting: str = option("active", "active: mean over the available clients; all: sum / N; known: sum of Δ_i/p_i^t "
                             "over N (needs a trace that records p_i^t)", choices=("active", "all", "known"))
-    p_floor: float | None = option(0.02, "floor on p_i^t for weighting known (1/p blows up for rare clients); null: "
-                                   "no floor")
+    p_floor: float | None = option(0.02, "floor on p_i^t for weighting known, so a rare client's weight is at most "
+                                   "1/p_floor (IBM/fedau uses 0.02); null: no floor, as the FedAWE code")
 
     def __post_init__(self):
         super().__post_init__()

@@ -11,7 +11,7 @@ class FedSWEOptions(AlgorithmOptions):
     """FedSWE (arXiv 2609.04763): adaptive innovation echoing and a global moving average; k = 0 is FedAWE (arXiv
     2409.17446)."""
 
-    k: float = option(100.0, "interpolation coefficient of the global moving average; 0 is FedAWE")
+    k: float = option(100.0, "interpolation coefficient k ≥ 0 of the global moving average; 0 is FedAWE")
     echo_clip: float | None = option(None, "L2 clip of the averaged echoed update (the FedAWE authors' code uses 0.5); "
                                      "null: off")
 

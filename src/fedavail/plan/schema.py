@@ -1,0 +1,199 @@
+"""workflow/schemas/config.schema.yaml, generated from the plan layer's settings (`python -m fedavail.plan.docs
+--write` writes it, tests/test_plan_docs.py checks it): the config's structure, every block's keys with their types,
+allowed values and meanings, and the names the registries know (datasets, schemes, trace models, algorithms, models,
+report kinds).
+
+The workflow validates with snakemake's set_default, so the schema states defaults exactly where jobs read the config
+as it is: execution, training and training.augmentation. Every other block's defaults are filled in by the plan
+layer when a job's spec is resolved, and the value bounds of every setting are checked there
+(fedavail.plan.checks.check_config, with messages that name the key); the schema bounds only what no dataclass
+declares: the seeds, the dataset options and an algorithm entry's own lr."""
+
+import types
+import typing
+from dataclasses import MISSING, fields
+
+import yaml
+
+from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.config import DATASETS
+from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
+from fedavail.plan.local import LocalOptions
+from fedavail.plan.options import default_of
+from fedavail.plan.partitions import PARTITION_SCHEMES
+from fedavail.plan.reports import KINDS, Report
+from fedavail.plan.traces import TRACE_MODELS
+
+HEADER = ("# Generated from the plan layer (fedavail.plan.schema) by `python -m fedavail.plan.docs --write`: do not\n"
+          "# edit. tests/test_plan_docs.py fails when it is out of date.\n")
+
+_JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", list: "array", tuple: "array",
+               dict: "object", type(None): "null"}
+SEEDS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True}
+
+
+def value_schema(hint) -> dict:
+    """The JSON schema of an annotation: its types, and the type of a list's items or a mapping's values. A list of
+    strings names entries (experiments, algorithms), each at most once."""
+    parts = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    names = [_JSON_TYPES[typing.get_origin(part) or part] for part in parts]
+    schema = {"type": names[0] if len(names) == 1 else names}
+    for part in parts:
+        origin, args = typing.get_origin(part), typing.get_args(part)
+        if origin in (list, tuple) and args:
+            schema["items"] = value_schema(args[0])
+            if args[0] is str:
+                schema["uniqueItems"] = True
+        elif origin is dict and args:
+            schema["additionalProperties"] = value_schema(args[1])
+    return schema
+
+
+def _setting(f, hint, fill_defaults: bool, null_given: bool = False) -> dict:
+    """A setting's schema. One whose default is null is left out to mean it, unless `null_given`: the config is also
+    read as written (fedavail.plan.config.trace_spec, experiment_seeds, the grids), where an explicit null would not
+    stand for the default."""
+    choices = f.metadata.get("choices", ())
+    schema = {"enum": list(choices)} if choices else value_schema(hint)
+    if default_of(f) is None and not null_given:
+        _without_null(schema)
+    if fill_defaults and default_of(f) is not MISSING:
+        schema["default"] = default_of(f)
+    if f.metadata.get("doc"):
+        schema["description"] = f.metadata["doc"]
+    return schema
+
+
+def _without_null(schema: dict) -> None:
+    kinds = schema.get("type")
+    if isinstance(kinds, list):
+        remaining = [kind for kind in kinds if kind != "null"]
+        schema["type"] = remaining[0] if len(remaining) == 1 else remaining
+
+
+def block(cls, fill_defaults: bool = False, nested: dict | None = None, optional: tuple[str, ...] = (),
+          null_given: bool = False) -> dict:
+    """Dataclass `cls` as a closed mapping: one property per setting, the settings without a default required but
+    those in `optional` (given elsewhere in the config). `nested` names the settings that are blocks of their own
+    (their schema); such a setting states its default (an empty mapping) only where that block fills in its own
+    defaults. `null_given`: an explicit null stands for a null default (see _setting)."""
+    nested = nested or {}
+    hints = typing.get_type_hints(cls)
+    properties = {}
+    for f in fields(cls):
+        if f.name in nested:
+            properties[f.name] = dict(nested[f.name])
+            fills = any("default" in prop for prop in nested[f.name]["properties"].values())
+            if fills and default_of(f) is not MISSING:
+                properties[f.name]["default"] = default_of(f)
+            if f.metadata.get("doc"):
+                properties[f.name]["description"] = f.metadata["doc"]
+        else:
+            properties[f.name] = _setting(f, hints[f.name], fill_defaults, null_given)
+    required = [f.name for f in fields(cls) if default_of(f) is MISSING and f.name not in optional]
+    return {"type": "object", "properties": properties, **({"required": required} if required else {}),
+            "additionalProperties": False}
+
+
+def variants(tag: str, registry: dict, required: tuple[str, ...], common: dict | None = None) -> dict:
+    """An entry whose `tag` names one of the dataclasses in `registry` (a partition scheme, a trace model): the
+    settings of all of them, each allowing what any variant allows; which keys a variant takes, and their bounds, the
+    plan layer checks."""
+    properties = {**(common or {}), tag: {"enum": list(registry)}}
+    for cls in registry.values():
+        hints = typing.get_type_hints(cls)
+        for f in fields(cls):
+            properties[f.name] = _merged(properties.get(f.name), _setting(f, hints[f.name], fill_defaults=False))
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+def _merged(known: dict | None, other: dict) -> dict:
+    """Two variants' schemas of one key: their allowed values or types together, the first one's meaning."""
+    if known is None:
+        return other
+    if "enum" in known and "enum" in other:
+        return {**known, "enum": known["enum"] + [value for value in other["enum"] if value not in known["enum"]]}
+    kinds = [kind for schema in (known, other) for kind in _types(schema)]
+    merged = {**other, **known, "type": list(dict.fromkeys(kinds))}
+    merged.pop("enum", None)
+    if len(merged["type"]) == 1:
+        merged["type"] = merged["type"][0]
+    return merged
+
+
+def _types(schema: dict) -> list[str]:
+    if "enum" in schema:
+        return list(dict.fromkeys(_JSON_TYPES[type(value)] for value in schema["enum"]))
+    return schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+
+
+def _named(entry: dict, description: str) -> dict:
+    return {"type": "object", "minProperties": 1, "description": description, "additionalProperties": entry}
+
+
+def algorithm_entry() -> dict:
+    """An algorithm entry: its name, its own initial learning rate and the settings every algorithm takes; the name
+    and each algorithm's own settings the plan layer checks (fedavail.plan.algorithms.check_hyperparameters), so
+    adding an algorithm changes nothing here."""
+    common = block(AlgorithmOptions)["properties"]
+    return {"type": "object",
+            "properties": {"algorithm": {"type": "string", "description": "a registered algorithm"},
+                           "lr": {"type": "number", "exclusiveMinimum": 0,
+                                  "description": "this algorithm's initial local learning rate η0 (overrides "
+                                                 "training.local.lr)"},
+                           **common},
+            "required": ["algorithm"]}
+
+
+def report_entry() -> dict:
+    """A report: its kind and the keys every kind takes; each kind's own keys the plan layer checks
+    (fedavail.plan.reports.parse_report)."""
+    hints = typing.get_type_hints(Report)
+    properties = {f.name: _setting(f, hints[f.name], fill_defaults=False) for f in fields(Report)}
+    properties["kind"] = {"enum": sorted(KINDS)}
+    return {"type": "object", "properties": properties, "required": ["kind"]}
+
+
+def generate() -> dict:
+    # training.local's lr may be each algorithm entry's own; the block is read only through
+    # fedavail.plan.local.resolve_local, where a null is the default.
+    local = block(LocalOptions, optional=("lr",), null_given=True)
+    training = block(TrainingOptions, fill_defaults=True,
+                     nested={"local": local, "augmentation": block(AugmentationOptions, fill_defaults=True)})
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "description": "fedavail configuration: datasets are prepared, partitioned per seed, availability traces drawn "
+                       "per seed, and every experiment trains each of its algorithms for each seed on the same "
+                       "partition and trace. docs/configuration.md describes every key.",
+        "type": "object",
+        "properties": {
+            "seeds": {**SEEDS, "description": "every experiment runs once per seed; partitions and traces are drawn "
+                                              "per seed"},
+            "execution": {**block(ExecutionOptions, fill_defaults=True), "default": {},
+                          "description": ExecutionOptions.__doc__.split(": ", 1)[1]},
+            "datasets": {"type": "object", "description": "per-dataset preparation options, keyed by dataset name",
+                         "additionalProperties": {
+                             "type": "object",
+                             "properties": {"num_clients": {"type": "integer", "minimum": 1,
+                                                            "description": "text datasets: roles kept as clients"},
+                                            "min_samples": {"type": "integer", "minimum": 1,
+                                                            "description": "text datasets: smaller roles dropped"}}}},
+            "partitions": _named(variants("scheme", PARTITION_SCHEMES, ("dataset", "scheme"),
+                                          {"dataset": {"enum": list(DATASETS)}}), "named partitions"),
+            "traces": _named(variants("model", TRACE_MODELS, ("model", "rounds")), "named availability traces"),
+            "algorithms": _named(algorithm_entry(), "named algorithm settings; experiments list these names"),
+            "experiments": _named(block(ExperimentOptions, nested={"training": training}), "named experiments"),
+            "reports": {"type": "object", "default": {},
+                        "description": "cross-experiment tables and figures, keyed by name, each written to "
+                                       "results/reports/<name>/; each kind's keys are the fields of its spec in "
+                                       "fedavail.plan.reports (KINDS)",
+                        "additionalProperties": report_entry()},
+        },
+        "required": ["seeds", "partitions", "traces", "algorithms", "experiments"],
+        "additionalProperties": False,
+    }
+
+
+def text() -> str:
+    """The schema as the committed YAML file."""
+    return HEADER + yaml.safe_dump(generate(), sort_keys=False, allow_unicode=True, width=120)

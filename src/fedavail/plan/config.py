@@ -8,7 +8,7 @@ from fedavail.plan.experiments import Augmentation, Execution, Experiment, Train
 from fedavail.plan.local import resolve_local
 from fedavail.plan.options import key_table, required
 from fedavail.plan.partitions import full_partition_spec, resolve_partition
-from fedavail.plan.traces import TRACE_MODELS_NEEDING_PARTITION, full_trace_spec
+from fedavail.plan.traces import TRACE_MODELS, full_trace_spec
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
 PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf", "shakespeare_leaf_json")
@@ -76,13 +76,13 @@ def check_entries(config: dict) -> None:
 
 def _check_trace(config: dict, name: str) -> None:
     key, spec = f"traces.{name}", config["traces"][name]
-    if spec["model"] in TRACE_MODELS_NEEDING_PARTITION:
+    wrap(key, trace_spec, config, name)
+    if TRACE_MODELS[spec["model"]].NEEDS_PARTITION:
         if spec.get("partition") not in config["partitions"]:
             raise ConfigError(f"{key}.partition: model {spec['model']!r} needs a partition defined under "
                               f"'partitions' (got {shorten(spec.get('partition'))})")
     elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
         raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
-    wrap(key, trace_spec, config, name)
 
 
 def _check_experiment(config: dict, name: str) -> None:
@@ -151,7 +151,7 @@ def algorithm_spec(config: dict, name: str) -> dict:
 
 
 def trace_needs_partition(config: dict, name: str) -> bool:
-    return config["traces"][name]["model"] in TRACE_MODELS_NEEDING_PARTITION
+    return TRACE_MODELS[config["traces"][name]["model"]].NEEDS_PARTITION
 
 
 def dataset_spec(config: dict, name: str) -> dict:

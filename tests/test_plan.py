@@ -35,6 +35,14 @@ def test_algorithm_and_model_registries_have_the_plan_layers_names():
     assert sorted(ARCHITECTURES) == MODEL_NAMES
 
 
+def test_every_trace_model_and_partition_scheme_has_its_drawer():
+    from fedavail.availability.traces import DRAWERS
+    from fedavail.data.partition import SPLITS
+
+    assert set(DRAWERS) == set(TRACE_MODELS)
+    assert set(SPLITS) == set(PARTITION_SCHEMES)
+
+
 def test_dataset_and_distribution_names_are_the_data_sides():
     assert plan_config.BUNDLED_DATASETS == BUNDLED_DATASETS
     assert set(plan_config.PAPER_DATASETS) == set(RAW_DATASETS)
@@ -137,6 +145,12 @@ def test_the_settings_code_stays_simple():
     (lambda c: c.update(execution={"log_every": 0}), r"execution\.log_every: must be an integer >= 1"),
     (lambda c: c["partitions"]["mnist5k_dir0.5"].update(dataset="mnist"), r"partitions\.mnist5k_dir0\.5\.dataset"),
     (lambda c: c["partitions"]["mnist5k_dir0.5"].update(alpha=0), r"partitions\.mnist5k_dir0\.5: .*'alpha' must be"),
+    (lambda c: c["partitions"]["mnist5k_dir0.5"].update(scheme="iid"),
+     r"partitions\.mnist5k_dir0\.5: partition spec key 'scheme': 'iid' is not one of \('client_dirichlet', "),
+    (lambda c: c["traces"]["stationary"].update(model="weekly"),
+     r"traces\.stationary: trace spec key 'model': 'weekly' is not one of \('fedswe', 'fast', "),
+    (lambda c: c.update(reports={"r": {"kind": "heatmap", "experiments": ["tiny"]}}),
+     r"reports\.r\.kind: 'heatmap' is not one of \('fedswe_table', 'sweep', "),
 ])
 def test_errors_name_the_key_path_without_the_schema(edit, message):
     """The plan layer checks what the schema checks too, so a config read without the workflow fails the same."""

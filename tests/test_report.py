@@ -378,7 +378,7 @@ def test_canonical_identities_read_the_resolved_hyperparameters():
 
 
 @pytest.mark.parametrize("report, message", [
-    ({"kind": "nope"}, "kind"),
+    ({"kind": "nope"}, r"reports\.r\.kind: 'nope' is not one of \('fedswe_table', "),
     ({"kind": "fedswe_table", "experiments": ["e"], "colour": 1}, "colour"),
     ({"kind": "fedswe_table", "experiments": ["missing"]}, "missing"),
     ({"kind": "fedswe_table", "experiments": []}, "experiments"),
@@ -405,6 +405,23 @@ def test_the_schema_lists_the_report_kinds_and_common_keys_of_the_specs():
     assert entry["properties"]["kind"]["enum"] == sorted(reports.KINDS)
     assert set(entry["properties"]) == {f.name for f in dataclasses.fields(reports.Report)}
     assert entry["required"] == ["kind"]
+
+
+def test_every_report_kind_has_its_builder_and_caption():
+    from fedavail.report import BUILDERS, claims, figures  # noqa: F401 (importing them adds their builders)
+
+    assert set(BUILDERS) == {*reports.KINDS, "experiment"}
+    for kind, cls in reports.KINDS.items():
+        assert cls.DESCRIPTION, kind
+        assert bool(cls.PAPER_SOURCES) == (cls.SHAPE == "paper_table"), kind
+
+
+def test_an_unknown_report_kind_is_refused_naming_the_known_ones(tmp_path):
+    job = {"name": "r", "report": {"kind": "heatmap", "experiments": []}, "experiments": {}, "algorithms": {}}
+    with pytest.raises(ValueError, match=r"report kind: 'heatmap' is not one of \("):
+        build.make_report(job, [], {"png": tmp_path / "f.png", "pdf": tmp_path / "f.pdf", "csv": tmp_path / "f.csv"})
+    with pytest.raises(ValueError, match=r"kind: 'heatmap' is not one of \('fedswe_table', "):
+        captions.caption(job)
 
 
 def test_report_specs_load_without_torch_pandas_or_the_report_code():

@@ -203,3 +203,9 @@ def test_workflow_keys_are_accepted_and_checked(partition):
         make_trace(spec, M, 60, seed=0, partition=partition)
     with pytest.raises(ValueError, match="'num_clients'"):
         validate_trace_spec({"model": "bernoulli", "p": 0.5, "num_clients": 0})
+
+
+def test_an_unknown_model_is_refused_naming_the_known_ones():
+    with pytest.raises(ValueError, match=r"trace spec key 'model': 'weekly' is not one of \('fedswe', 'fast', "
+                                         r"'bernoulli', 'markov', 'cyclic'\)"):
+        make_trace({"model": "weekly", "groups": 2, "p": 0.5}, M, 10, seed=0)

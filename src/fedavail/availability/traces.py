@@ -39,7 +39,7 @@ from fedavail.availability import models
 from fedavail.data.partition import Partition
 from fedavail.io import atomic_path, reading, write_npz
 from fedavail.plan.options import Registry
-from fedavail.plan.traces import check_trace_for, full_trace_spec, per_client, resolve_trace, snapshot_size
+from fedavail.plan.traces import check_trace_for, full_trace_spec, per_client, resolve_trace
 from fedavail.rng import numpy_generator
 
 STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
@@ -86,7 +86,7 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
         if spec[key] is not None and spec[key] != value:
             raise ValueError(f"trace spec key {key!r} is {spec[key]}, but the trace was asked for {value}")
     check_trace_for(spec, num_clients)
-    params = {**spec, "snapshot_size": snapshot_size(spec, num_clients), "seed": int(seed),
+    params = {**spec, "snapshot_size": resolve_trace(spec).cohort_size(num_clients), "seed": int(seed),
               "num_clients": int(num_clients), "rounds": int(rounds)}
     available, prob, extra = DRAWERS[spec["model"]](partition, **params)
     snapshot_rng = numpy_generator(seed, "trace", STREAM_SNAPSHOT)

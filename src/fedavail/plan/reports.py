@@ -493,7 +493,8 @@ def applicable(settings: dict) -> set[str]:
 def attributes(experiment: str, partition: dict, trace: dict, training: dict) -> dict:
     """ATTRIBUTES of an experiment from its partition, trace (with any model defaults filled in) and training."""
     model = trace["model"]
-    dynamics = TRACE_MODELS[model].regime(trace)
+    setting = TRACE_MODELS[model].DYNAMICS_SETTING
+    dynamics = trace.get(setting) if setting else model
     settings = {"experiment": experiment, "dataset": partition["dataset"], "scheme": partition["scheme"],
                 "alpha": partition.get("alpha"), "num_clients": trace.get("num_clients") or partition.get(
                     "num_clients"), "rounds": training["rounds"], "trace_model": model, "dynamics": dynamics,

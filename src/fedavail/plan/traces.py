@@ -35,6 +35,8 @@ class TraceModel:
 
     NEEDS_PARTITION: ClassVar[bool] = False  # whether the config must name a partition (the model reads its ν_i)
     PER_CLIENT: ClassVar[tuple] = ()  # settings given as one probability or one per client
+    # The setting that tables and captions show as its dynamics (the `dynamics` attribute); None: the model's name.
+    DYNAMICS_SETTING: ClassVar[str | None] = "dynamics"
 
     snapshot_size: int | None = option(None, "size of the pre-drawn uniform cohort of every round (FAST's snapshots); "
                                        "null: round(0.1·m), the fast model: its cohort size")
@@ -75,11 +77,6 @@ class TraceModel:
         """Whether its traces store p_i^t."""
         return True
 
-    @staticmethod
-    def regime(stated: dict):
-        """What tables and captions call its dynamics (the `dynamics` attribute), from its settings as stated."""
-        return stated.get("dynamics")
-
 
 @TRACE_MODELS.add("fedswe")
 @dataclass(frozen=True, kw_only=True)
@@ -116,6 +113,8 @@ class FastTrace(TraceModel):
     """A cohort of n = round(fraction·m) distinct clients per round, uniform or skewed (FAST, OpenReview
     H3AUl3pnlu §3.2)."""
 
+    DYNAMICS_SETTING = "distribution"
+
     distribution: str = option(doc="uniform, or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2",
                                choices=FAST_DISTRIBUTIONS)
     fraction: float = option(0.1, "the cohort's share of the clients, in (0, 1]")
@@ -132,10 +131,6 @@ class FastTrace(TraceModel):
 
     def records_prob(self) -> bool:
         return self.distribution == "uniform"  # the skewed cohorts have no per-client probability
-
-    @staticmethod
-    def regime(stated: dict):
-        return stated.get("distribution")
 
 
 @TRACE_MODELS.add("bernoulli")
@@ -165,6 +160,7 @@ class MarkovTrace(TraceModel):
     """An on/off chain per client, started stationary; prob records the marginal p_on/(p_on + p_off)."""
 
     PER_CLIENT = ("p_on", "p_off")
+    DYNAMICS_SETTING = None
 
     p_on: float | list = option(doc="P(off → on), one probability or one per client")
     p_off: float | list = option(doc="P(on → off), one probability or one per client")
@@ -179,17 +175,13 @@ class MarkovTrace(TraceModel):
         if np.any(p_on + p_off <= 0):
             raise ValueError(f"{WHAT}s 'p_on' and 'p_off' must not both be 0 (the chain would never move)")
 
-    @staticmethod
-    def regime(stated: dict):
-        return "markov"
-
-
 @TRACE_MODELS.add("cyclic")
 @dataclass(frozen=True, kw_only=True)
 class CyclicTrace(TraceModel):
     """K groups of consecutive clients, one group on at a time (FedSWE eq. 4)."""
 
     PER_CLIENT = ("p",)
+    DYNAMICS_SETTING = None
 
     groups: int = option(doc="K, the number of groups")
     p: float | list = option(doc="p_i while the client's group is on")
@@ -205,11 +197,6 @@ class CyclicTrace(TraceModel):
         super().check_for(num_clients)
         if self.groups > num_clients:
             raise ValueError(f"{WHAT} 'groups': {self.groups} groups for {num_clients} clients")
-
-    @staticmethod
-    def regime(stated: dict):
-        return "cyclic"
-
 
 def check_someone_available(value, key: str, per: str = "client") -> None:
     """Refuse probabilities that are all 0: no client would ever be available, and every round would have no
@@ -242,11 +229,6 @@ def per_client(value, key: str, num_clients: int) -> np.ndarray:
     if values.shape != (num_clients,):
         raise ValueError(f"{WHAT} {key!r} has {values.size} values for {num_clients} clients")
     return values
-
-
-def snapshot_size(spec: dict, num_clients: int) -> int:
-    """The snapshot cohort size of a trace spec for m clients."""
-    return resolve_trace(spec).cohort_size(num_clients)
 
 
 def check_trace_for(spec: dict, num_clients: int) -> None:

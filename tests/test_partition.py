@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from fedavail.data.partition import (
     save_partition,
     validate_partition_spec,
 )
+from fedavail.plan.partitions import PARTITION_SCHEMES
 
 NUM_CLASSES = 10
 
@@ -208,3 +211,16 @@ def test_impossible_requests_raise(labels):
         make_partition(labels, NUM_CLASSES, spec, seed=0)
     with pytest.raises(ValueError, match="groups"):
         make_partition(labels, NUM_CLASSES, {"scheme": "natural"}, seed=0)
+
+
+def test_an_unknown_scheme_is_refused_naming_the_known_ones(labels):
+    known = re.escape(repr(tuple(PARTITION_SCHEMES)))
+    with pytest.raises(ValueError, match=f"partition spec key 'scheme': 'iid' is not one of {known}"):
+        make_partition(labels, NUM_CLASSES, {"scheme": "iid", "num_clients": 10}, seed=0)
+
+
+@pytest.mark.parametrize("scheme", list(PARTITION_SCHEMES))
+def test_a_scheme_stores_nu_exactly_when_it_declares_it_draws_one(labels, scheme):
+    spec = {"scheme": scheme} if scheme == "natural" else {"scheme": scheme, "num_clients": 10, "alpha": 1.0}
+    part = make_partition(labels, NUM_CLASSES, spec, seed=0, groups=np.arange(labels.size) % 7)
+    assert (part.nu is not None) == PARTITION_SCHEMES[scheme].DRAWS_NU

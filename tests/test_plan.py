@@ -13,7 +13,8 @@ from fedavail.plan.checks import check_config
 from fedavail.plan.config import ConfigError
 from fedavail.plan.load import load_config_file
 from fedavail.plan.models import MODEL_NAMES
-from fedavail.plan.traces import FAST_DISTRIBUTIONS
+from fedavail.plan.partitions import PARTITION_SCHEMES
+from fedavail.plan.traces import FAST_DISTRIBUTIONS, TRACE_MODELS
 
 from workflow_helpers import REPO
 
@@ -28,6 +29,14 @@ def test_every_registered_algorithm_has_its_behaviour_and_every_model_its_name()
     with pytest.raises(ValueError, match=r"unknown algorithm 'fedsgd'; known: \['f3ast', 'fast', "):
         algorithm_class("fedsgd")
     assert sorted(ARCHITECTURES) == MODEL_NAMES
+
+
+def test_every_trace_model_and_partition_scheme_has_its_drawer():
+    from fedavail.availability.traces import DRAWERS
+    from fedavail.data.partition import SPLITS
+
+    assert set(DRAWERS) == set(TRACE_MODELS)
+    assert set(SPLITS) == set(PARTITION_SCHEMES)
 
 
 def test_dataset_and_distribution_names_are_the_data_sides():
@@ -73,6 +82,12 @@ def test_the_settings_code_stays_simple():
     (lambda c: c["experiments"]["tiny"].update(seeds=[1, 1]), r"experiments\.tiny\.seeds: must be null or a non-empty"),
     (lambda c: c["experiments"]["tiny"]["training"]["local"].update(lr=-1),
      r"experiments\.tiny\.training\.local\.lr: must be > 0"),
+    (lambda c: c["partitions"]["mnist5k_dir0.5"].update(scheme="iid"),
+     r"partitions\.mnist5k_dir0\.5: partition spec key 'scheme': 'iid' is not one of \('client_dirichlet', "),
+    (lambda c: c["traces"]["stationary"].update(model="weekly"),
+     r"traces\.stationary: trace spec key 'model': 'weekly' is not one of \('fedswe', 'fast', "),
+    (lambda c: c.update(reports={"r": {"kind": "heatmap", "experiments": ["tiny"]}}),
+     r"reports\.r\.kind: 'heatmap' is not one of \('fedswe_table', 'sweep', "),
 ])
 def test_errors_name_the_key_path_without_the_schema(edit, message):
     """The plan layer checks what the schema checks too, so a config read without the workflow fails the same."""

@@ -168,7 +168,7 @@ def test_rank_marks_ties_and_nan():
 def test_paper_comparison_only_for_matching_cells(table2):
     job, runs = table2
     _, cells = tables.accuracy_table(job, runs)
-    result = compare.compare(cells, build.PAPER_SOURCES["fedswe_table"])
+    result = compare.compare(cells, reports.KINDS["fedswe_table"].PAPER_SOURCES)
     # SVHN sine cells match Table 2; the MNIST-5k cells are never compared.
     assert set(result["experiment"]) == {"svhn_sine"}
     assert set(result["dataset"]) == {"svhn"}
@@ -193,7 +193,7 @@ def test_comparison_within_std_and_gamma_must_agree():
         {"experiment": "g", "algorithm": "x", "identity": "fedavg_active", "dataset": "svhn", "dynamics": "sine",
          "alpha": 0.05, "gamma": 0.3, "metric": "test_acc", "mean": 70.0, "std": 0.5, "seeds": 3, "rounds": 2000,
          "clients": 100}])
-    result = compare.compare(ours, build.PAPER_SOURCES["sweep"], paper)
+    result = compare.compare(ours, reports.KINDS["sweep"].PAPER_SOURCES, paper)
     assert list(result["experiment"]) == ["e", "g"]  # γ = 0.25 is no published cell
     e = result.iloc[0]
     assert e["source"] == "FedSWE Table 8" and e["paper_mean"] == 82.0 and e["within_std"]  # |0.5| <= 1.3
@@ -236,7 +236,7 @@ def test_rounds_to_target_first_sampled_round_and_dash(tmp_path):
     assert flat["rounds_to_20"] == 0 and np.isnan(flat["rounds_to_40"])
     markdown = render.to_markdown(table)
     assert "| FedAvg over all | 0 | — | — |" in markdown
-    result = compare.compare(frame, build.PAPER_SOURCES["rounds_to_target"])
+    result = compare.compare(frame, reports.KINDS["rounds_to_target"].PAPER_SOURCES)
     row = result[(result["identity"] == "fedavg_active") & (result["metric"] == "rounds_to_40")].iloc[0]
     assert row["paper_mean"] == 80 and row["difference"] == -40 and row["within_std"] is pd.NA
 
@@ -376,7 +376,7 @@ def test_canonical_identities_read_the_resolved_hyperparameters():
 
 
 @pytest.mark.parametrize("report, message", [
-    ({"kind": "nope"}, "kind"),
+    ({"kind": "nope"}, r"reports\.r\.kind: 'nope' is not one of \('fedswe_table', "),
     ({"kind": "fedswe_table", "experiments": ["e"], "colour": 1}, "colour"),
     ({"kind": "fedswe_table", "experiments": ["missing"]}, "missing"),
     ({"kind": "fedswe_table", "experiments": []}, "experiments"),
@@ -395,6 +395,23 @@ def test_invalid_reports_are_rejected_naming_the_key(report, message):
     config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])}, ALGS, {"r": report})
     with pytest.raises(fc.ConfigError, match=message):
         check_reports(config)
+
+
+def test_every_report_kind_has_its_builder_and_caption():
+    from fedavail.report import BUILDERS, claims, figures  # noqa: F401 (importing them adds their builders)
+
+    assert set(BUILDERS) == {*reports.KINDS, "experiment"}
+    for kind, cls in reports.KINDS.items():
+        assert cls.DESCRIPTION, kind
+        assert bool(cls.PAPER_SOURCES) == (cls.SHAPE == "paper_table"), kind
+
+
+def test_an_unknown_report_kind_is_refused_naming_the_known_ones(tmp_path):
+    job = {"name": "r", "report": {"kind": "heatmap", "experiments": []}, "experiments": {}, "algorithms": {}}
+    with pytest.raises(ValueError, match=r"report kind: 'heatmap' is not one of \("):
+        build.make_report(job, [], {"png": tmp_path / "f.png", "pdf": tmp_path / "f.pdf", "csv": tmp_path / "f.csv"})
+    with pytest.raises(ValueError, match=r"kind: 'heatmap' is not one of \('fedswe_table', "):
+        captions.caption(job)
 
 
 def test_report_specs_load_without_torch_pandas_or_the_report_code():
@@ -501,6 +518,6 @@ def test_fast_cells_match_the_numbers_in_the_fast_text():
             "rounds": 500, "clients": 100}
     ours = pd.DataFrame([{**base, "metric": "test_acc", "mean": 70.0}, {**base, "metric": "ratio", "mean": 95.0},
                          {**base, "alpha": 0.1, "metric": "test_acc", "mean": 70.0}])
-    result = compare.compare(ours, build.PAPER_SOURCES["fast_table"])
+    result = compare.compare(ours, reports.KINDS["fast_table"].PAPER_SOURCES)
     assert result[["metric", "paper_mean"]].values.tolist() == [["test_acc", 71.48], ["ratio", 91.8]]
     assert result["within_std"].isna().all()  # the text gives no std

@@ -1,9 +1,11 @@
+import re
+
 import numpy as np
 import pytest
 
 from fedavail.availability.traces import load_trace, make_trace, plot_trace, save_trace
 from fedavail.data.partition import make_partition
-from fedavail.plan.traces import resolve_trace
+from fedavail.plan.traces import TRACE_MODELS, resolve_trace
 
 M, T = 100, 2000
 Z_BOUND = 4.5  # |z| beyond this for any of ~100 checks has probability < 1e-3 under the model
@@ -204,3 +206,9 @@ def test_workflow_keys_are_accepted_and_checked(partition):
         make_trace(spec, M, 60, seed=0, partition=partition)
     with pytest.raises(ValueError, match="'num_clients'"):
         resolve_trace({"model": "bernoulli", "p": 0.5, "num_clients": 0})
+
+
+def test_an_unknown_model_is_refused_naming_the_known_ones():
+    known = re.escape(repr(tuple(TRACE_MODELS)))
+    with pytest.raises(ValueError, match=f"trace spec key 'model': 'weekly' is not one of {known}"):
+        make_trace({"model": "weekly", "groups": 2, "p": 0.5}, M, 10, seed=0)

@@ -4,7 +4,7 @@ A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the mode
 (int64 [T, n]: a uniform cohort pre-drawn for every round, so FAST's snapshot rounds are deterministic on any trace),
 and the parameters that made it. All algorithms of a seed read the same trace.
 
-Models (spec["model"]) and their keys (defaults in _MODEL_KEYS):
+Models (spec["model"]; their settings and defaults: fedavail.plan.traces; what each draws: DRAWERS below):
 - "fedswe" (FedSWE, arXiv 2609.04763, §7, App. H.2): p_i = <ν_i, φ>, φ_c ~ U(0, Φ_c); p_i^t = clip(p_i f(t), 0, 1);
   a_i^t ~ Bernoulli(p_i^t). dynamics: "stationary" f = 1; "staircase" f = 1 then `low` (0.4) over each half of
   `period` P; "sine" f = γ sin(2πt/P) + 1 − γ; "two_group" (§7.1 eqs. 31-32): clients [0, m/2) only in the first
@@ -38,7 +38,8 @@ import numpy as np
 from fedavail.availability import models
 from fedavail.data.partition import Partition
 from fedavail.io import atomic_path, reading, write_npz
-from fedavail.plan.traces import full_trace_spec, per_client, snapshot_size
+from fedavail.plan.options import Registry
+from fedavail.plan.traces import check_trace_for, full_trace_spec, per_client, resolve_trace
 from fedavail.rng import numpy_generator
 
 STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
@@ -62,6 +63,11 @@ class Trace:
 
 # ---------------------------------------------------------------- making traces
 
+# What each trace model (fedavail.plan.traces.TRACE_MODELS, same names) draws: a function of the trace's params
+# (its full spec with snapshot_size, seed, num_clients and rounds resolved) and the Partition (or None), taking the
+# settings it reads as keywords, returning (available bool [T, m], prob [T, m] or None, extra params to record).
+DRAWERS = Registry("trace spec key 'model'")
+
 
 def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: Partition | None = None) -> Trace:
     """Draw a trace of `rounds` rounds for `num_clients` clients; all randomness from (seed, "trace", stream)."""
@@ -71,89 +77,93 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
     for key, value in (("num_clients", num_clients), ("rounds", rounds)):
         if spec[key] is not None and spec[key] != value:
             raise ValueError(f"trace spec key {key!r} is {spec[key]}, but the trace was asked for {value}")
-    model = spec["model"]
-    cohort_size = snapshot_size(spec, num_clients)
-    round_rng = numpy_generator(seed, "trace", STREAM_ROUNDS)
-    extra = {}
-    if model == "fedswe":
-        client_rng = numpy_generator(seed, "trace", STREAM_CLIENTS)
-        prob, extra = _fedswe_prob(spec, num_clients, rounds, partition, client_rng)
-        available = models.bernoulli_availability(prob, round_rng)
-    elif model == "fast":
-        if spec["distribution"] == "uniform":
-            cohorts = models.uniform_cohorts(rounds, num_clients, cohort_size, round_rng)
-            prob = np.full((rounds, num_clients), cohort_size / num_clients)
-        else:
-            cohorts = models.skewed_cohorts(spec["distribution"], rounds, num_clients, cohort_size, round_rng)
-            prob = None
-        available = models.cohort_mask(cohorts, num_clients)
-    elif model == "bernoulli":
-        prob = np.broadcast_to(per_client(spec, "p", num_clients), (rounds, num_clients))
-        if spec["dynamics"] != "stationary":
-            modulation = (models.staircase(rounds, spec["period"], spec["low"]) if spec["dynamics"] == "staircase"
-                          else models.sine(rounds, spec["period"], spec["gamma"]))
-            prob = np.clip(prob * modulation[:, None], 0.0, 1.0)
-        available = models.bernoulli_availability(prob, round_rng)
-    elif model == "markov":
-        p_on, p_off = per_client(spec, "p_on", num_clients), per_client(spec, "p_off", num_clients)
-        available = models.markov_availability(p_on, p_off, rounds, round_rng)
-        prob = np.broadcast_to(p_on / (p_on + p_off), (rounds, num_clients))
-    else:
-        if spec["groups"] > num_clients:
-            raise ValueError(f"trace spec key 'groups': {spec['groups']} groups for {num_clients} clients")
-        windows = models.cyclic_windows(rounds, num_clients, spec["groups"], spec["active_rounds"])
-        prob = windows * per_client(spec, "p", num_clients)[None, :]
-        available = models.bernoulli_availability(prob, round_rng)
+    check_trace_for(spec, num_clients)
+    params = {**spec, "snapshot_size": resolve_trace(spec).cohort_size(num_clients), "seed": int(seed),
+              "num_clients": int(num_clients), "rounds": int(rounds)}
+    available, prob, extra = DRAWERS[spec["model"]](partition, **params)
     snapshot_rng = numpy_generator(seed, "trace", STREAM_SNAPSHOT)
-    snapshot = models.uniform_cohorts(rounds, num_clients, cohort_size, snapshot_rng)
-    params = {
-        **spec,
-        "snapshot_size": cohort_size,
-        "seed": int(seed),
-        "num_clients": int(num_clients),
-        "rounds": int(rounds),
-        **extra,
-    }
+    snapshot = models.uniform_cohorts(rounds, num_clients, params["snapshot_size"], snapshot_rng)
     return Trace(
         available=np.ascontiguousarray(available, dtype=bool),
         prob=None if prob is None else np.ascontiguousarray(prob, dtype=np.float32),
         snapshot=snapshot,
-        params=params,
+        params={**params, **extra},
     )
 
 
-def _fedswe_prob(spec, num_clients, rounds, partition, rng) -> tuple[np.ndarray, dict]:
-    if partition is None:
+def _round_rng(seed: int) -> np.random.Generator:
+    return numpy_generator(seed, "trace", STREAM_ROUNDS)
+
+
+def _modulation(dynamics: str, rounds: int, period: int, low: float, gamma: float) -> np.ndarray:
+    """f(t) [T] of the stationary, staircase and sine dynamics (FedSWE App. H.2)."""
+    if dynamics == "staircase":
+        return models.staircase(rounds, period, low)
+    if dynamics == "sine":
+        return models.sine(rounds, period, gamma)
+    return np.ones(rounds)
+
+
+@DRAWERS.add("fedswe")
+def _fedswe(part, *, num_clients, rounds, seed, class_mix, phi_max, dynamics, period, low, gamma, window, inner, **_):
+    if part is None:
         raise ValueError("the fedswe availability model needs the partition (p_i = <ν_i, φ> uses the class mix)")
-    if partition.num_clients != num_clients:
-        raise ValueError(f"partition has {partition.num_clients} clients, trace asked for {num_clients}")
-    if spec["class_mix"] == "nu":
-        if partition.nu is None:
+    if part.num_clients != num_clients:
+        raise ValueError(f"partition has {part.num_clients} clients, trace asked for {num_clients}")
+    if class_mix == "nu":
+        if part.nu is None:
             raise ValueError(
-                f"trace spec key 'class_mix': scheme {partition.params.get('scheme')!r} draws no ν_i; use 'empirical'"
+                f"trace spec key 'class_mix': scheme {part.params.get('scheme')!r} draws no ν_i; use 'empirical'"
             )
-        class_mix = partition.nu
+        mix = part.nu
     else:
-        class_mix = partition.label_hist / np.maximum(partition.sizes, 1)[:, None]
-    num_classes = class_mix.shape[1]
-    phi_max = models.default_phi_max(num_classes) if spec["phi_max"] is None else np.asarray(spec["phi_max"], float)
+        mix = part.label_hist / np.maximum(part.sizes, 1)[:, None]
+    num_classes = mix.shape[1]
+    phi_max = models.default_phi_max(num_classes) if phi_max is None else np.asarray(phi_max, float)
     if phi_max.shape != (num_classes,):
         raise ValueError(f"trace spec key 'phi_max' has {phi_max.size} values for {num_classes} classes")
-    base, phi = models.fedswe_base_probabilities(class_mix, phi_max, rng)
-    dynamics = spec["dynamics"]
-    if dynamics == "stationary":
-        modulation = np.ones((rounds, 1))
-    elif dynamics == "staircase":
-        modulation = models.staircase(rounds, spec["period"], spec["low"])[:, None]
-    elif dynamics == "sine":
-        modulation = models.sine(rounds, spec["period"], spec["gamma"])[:, None]
+    base, phi = models.fedswe_base_probabilities(mix, phi_max, numpy_generator(seed, "trace", STREAM_CLIENTS))
+    if dynamics == "two_group":
+        within = _modulation("staircase" if inner == "staircase" else "stationary", rounds, period, low, gamma)
+        modulation = models.two_group_windows(rounds, num_clients, window) * within[:, None]
     else:
-        staircase = spec["inner"] == "staircase"
-        inner = models.staircase(rounds, spec["period"], spec["low"]) if staircase else np.ones(rounds)
-        modulation = models.two_group_windows(rounds, num_clients, spec["window"]) * inner[:, None]
+        modulation = _modulation(dynamics, rounds, period, low, gamma)[:, None]
     prob = np.clip(base[None, :] * modulation, 0.0, 1.0)
-    extra = {"phi": phi.tolist(), "phi_max": phi_max.tolist(), "partition_params": partition.params}
-    return prob, extra
+    extra = {"phi": phi.tolist(), "phi_max": phi_max.tolist(), "partition_params": part.params}
+    return models.bernoulli_availability(prob, _round_rng(seed)), prob, extra
+
+
+@DRAWERS.add("fast")
+def _fast(part, *, num_clients, rounds, seed, snapshot_size, distribution, **_):
+    if distribution == "uniform":
+        cohorts = models.uniform_cohorts(rounds, num_clients, snapshot_size, _round_rng(seed))
+        prob = np.full((rounds, num_clients), snapshot_size / num_clients)
+    else:
+        cohorts = models.skewed_cohorts(distribution, rounds, num_clients, snapshot_size, _round_rng(seed))
+        prob = None
+    return models.cohort_mask(cohorts, num_clients), prob, {}
+
+
+@DRAWERS.add("bernoulli")
+def _bernoulli(part, *, num_clients, rounds, seed, p, dynamics, period, low, gamma, **_):
+    prob = np.broadcast_to(per_client(p, "p", num_clients), (rounds, num_clients))
+    if dynamics != "stationary":
+        prob = np.clip(prob * _modulation(dynamics, rounds, period, low, gamma)[:, None], 0.0, 1.0)
+    return models.bernoulli_availability(prob, _round_rng(seed)), prob, {}
+
+
+@DRAWERS.add("markov")
+def _markov(part, *, num_clients, rounds, seed, p_on, p_off, **_):
+    p_on, p_off = per_client(p_on, "p_on", num_clients), per_client(p_off, "p_off", num_clients)
+    available = models.markov_availability(p_on, p_off, rounds, _round_rng(seed))
+    return available, np.broadcast_to(p_on / (p_on + p_off), (rounds, num_clients)), {}
+
+
+@DRAWERS.add("cyclic")
+def _cyclic(part, *, num_clients, rounds, seed, groups, p, active_rounds, **_):
+    windows = models.cyclic_windows(rounds, num_clients, groups, active_rounds)
+    prob = windows * per_client(p, "p", num_clients)[None, :]
+    return models.bernoulli_availability(prob, _round_rng(seed)), prob, {}
 
 
 # ---------------------------------------------------------------- files

@@ -29,15 +29,16 @@ the remaining class pool sizes instead. Each pass either satisfies everyone or e
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fedavail.io import atomic_path, reading, write_npz
+from fedavail.plan.options import Registry
+from fedavail.plan.partitions import resolve_partition
 from fedavail.rng import numpy_generator
-from fedavail.plan.partitions import full_partition_spec, resolve_partition
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,46 +76,29 @@ def validate_partition_spec(spec: dict) -> None:
     resolve_partition(spec)
 
 
-def _with_defaults(spec: dict, num_classes: int) -> dict:
-    full = full_partition_spec(spec)
-    if full["scheme"] == "hetero_dirichlet" and full["min_size"] is None:
-        full["min_size"] = num_classes  # FedLab's default min_require_size
-    return full
-
-
 # ---------------------------------------------------------------- making partitions
+
+# How each scheme (fedavail.plan.partitions.PARTITION_SCHEMES, same names) splits the samples: a function of the labels,
+# the partition's generator, the per-sample group ids and its params (its full spec with seed and num_classes), taking
+# the settings it reads as keywords, returning (owner[j]: the client of sample j or -1, ν [m, C] or None).
+SPLITS = Registry("partition spec key 'scheme'")
 
 
 def make_partition(
     labels: np.ndarray, num_classes: int, spec: dict, seed: int, groups: np.ndarray | None = None
 ) -> Partition:
     """Split the train samples with these labels among clients as `spec` says; randomness from (seed, "partition")."""
-    validate_partition_spec(spec)
+    scheme = resolve_partition(spec).for_classes(num_classes)
     labels = np.asarray(labels, dtype=np.int64)
     if labels.ndim != 1 or (labels.size and (labels.min() < 0 or labels.max() >= num_classes)):
         raise ValueError(f"labels must be a 1-D array of class ids in [0, {num_classes})")
-    spec = _with_defaults(spec, num_classes)
-    rng = numpy_generator(seed, "partition")
-    scheme = spec["scheme"]
-    nu = None
-    if scheme == "natural":
-        owner = _natural_owner(labels, groups, spec["num_clients"])
-        m = int(owner.max()) + 1
-    else:
-        m = spec["num_clients"]
-        if labels.size < m:
-            raise ValueError(f"partition spec key 'num_clients': {m} clients but only {labels.size} samples")
-        if scheme == "client_dirichlet":
-            owner, nu = _client_dirichlet(labels, num_classes, m, spec["alpha"], spec["allocation"], rng)
-        elif scheme == "balanced_dirichlet":
-            owner, nu = _balanced_dirichlet(labels, num_classes, m, spec["alpha"], rng)
-        elif scheme == "hetero_dirichlet":
-            owner = _hetero_dirichlet(
-                labels, num_classes, m, spec["alpha"], spec["min_size"], spec["max_retries"], seed, rng
-            )
-        else:
-            owner, nu = _two_group(labels, num_classes, m, spec["alpha"], spec["allocation"], rng)
-    params = {**spec, "seed": int(seed), "num_classes": int(num_classes), "num_samples": int(labels.size)}
+    params = {"scheme": spec["scheme"], **asdict(scheme), "seed": int(seed), "num_classes": int(num_classes),
+              "num_samples": int(labels.size)}
+    m = params["num_clients"]
+    if m is not None and labels.size < m:
+        raise ValueError(f"partition spec key 'num_clients': {m} clients but only {labels.size} samples")
+    owner, nu = SPLITS[spec["scheme"]](labels, numpy_generator(seed, "partition"), groups=groups, **params)
+    m = int(owner.max()) + 1 if m is None else m
     return _from_owner(owner, m, labels, num_classes, nu, params)
 
 
@@ -183,7 +167,9 @@ def _fill_quotas(
     return counts
 
 
-def _client_dirichlet(labels, num_classes, m, alpha, allocation, rng):
+@SPLITS.add("client_dirichlet")
+def _client_dirichlet(labels, rng, *, num_classes, num_clients, alpha, allocation, **_):
+    m = num_clients
     nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=m)
     supply = np.bincount(labels, minlength=num_classes)
     if allocation == "class_proportional":
@@ -200,16 +186,19 @@ def _client_dirichlet(labels, num_classes, m, alpha, allocation, rng):
     return _owners_from_counts(labels, counts, rng), nu
 
 
-def _balanced_dirichlet(labels, num_classes, m, alpha, rng):
-    nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=m)
+@SPLITS.add("balanced_dirichlet")
+def _balanced_dirichlet(labels, rng, *, num_classes, num_clients, alpha, **_):
+    nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=num_clients)
     supply = np.bincount(labels, minlength=num_classes)
-    counts = _fill_quotas(_equal_sizes(labels.size, m), supply, nu, rng, multinomial=True)
+    counts = _fill_quotas(_equal_sizes(labels.size, num_clients), supply, nu, rng, multinomial=True)
     return _owners_from_counts(labels, counts, rng), nu
 
 
-def _two_group(labels, num_classes, m, alpha, allocation, rng):
+@SPLITS.add("two_group")
+def _two_group(labels, rng, *, num_classes, num_clients, alpha, allocation, **_):
     if num_classes < 2:
         raise ValueError("partition scheme 'two_group' needs at least 2 classes")
+    m = num_clients
     first_clients, first_classes = m // 2, num_classes // 2
     owner = np.full(labels.size, -1, dtype=np.int64)
     nu = np.zeros((m, num_classes))
@@ -223,13 +212,15 @@ def _two_group(labels, num_classes, m, alpha, allocation, rng):
                 f"partition spec key 'num_clients': a group of {clients.size} clients has {members.size} samples"
             )
         group_labels = labels[members] - classes[0]
-        group_owner, group_nu = _client_dirichlet(group_labels, classes.size, clients.size, alpha, allocation, rng)
+        group_owner, group_nu = _client_dirichlet(group_labels, rng, num_classes=classes.size,
+                                                  num_clients=clients.size, alpha=alpha, allocation=allocation)
         owner[members] = clients[0] + group_owner
         nu[np.ix_(clients, classes)] = group_nu
     return owner, nu
 
 
-def _hetero_dirichlet(labels, num_classes, m, alpha, min_size, max_retries, seed, rng):
+@SPLITS.add("hetero_dirichlet")
+def _hetero_dirichlet(labels, rng, *, num_classes, num_clients, alpha, min_size, max_retries, seed, **_):
     """FedLab's hetero_dir_partition, retried as FedLab retries it, on the count table alone.
 
     One attempt, class by class: shares ~ Dir(α·1_m) over all clients, zeroed for the clients that already hold N/m
@@ -239,14 +230,15 @@ def _hetero_dirichlet(labels, num_classes, m, alpha, min_size, max_retries, seed
     it). FedLab retries forever; at α = 0.05 with 100 Fashion-MNIST clients about 5e-5 of the attempts pass. An attempt
     whose open clients all draw a share of exactly 0 (underflow at small α; FedLab divides 0 by 0) is rejected.
     """
+    m = num_clients
     if labels.size < m * min_size:
         raise ValueError(f"partition spec key 'min_size': {m} clients x {min_size} exceeds the {labels.size} samples")
     cap = labels.size / m
     supply = np.bincount(labels, minlength=num_classes)
-    for _ in range(max_retries):
+    for _attempt in range(max_retries):
         counts = _hetero_dirichlet_counts(supply, m, alpha, cap, rng)
         if counts is not None and counts.sum(axis=1).min() >= min_size:
-            return _owners_from_counts(labels, counts, rng)
+            return _owners_from_counts(labels, counts, rng), None
     raise ValueError(f"partition spec key 'max_retries': hetero_dirichlet with alpha={alpha}, {m} clients and "
                      f"min_size={min_size} found no split after {max_retries} attempts (seed {seed}); raise "
                      f"max_retries or alpha, or lower min_size")
@@ -267,7 +259,8 @@ def _hetero_dirichlet_counts(supply, m, alpha, cap, rng) -> np.ndarray | None:
     return counts
 
 
-def _natural_owner(labels: np.ndarray, groups: np.ndarray | None, num_clients: int | None) -> np.ndarray:
+@SPLITS.add("natural")
+def _natural(labels, rng, *, groups, num_clients, **_):
     if groups is None:
         raise ValueError("partition scheme 'natural' needs per-sample group ids (the dataset's train_groups)")
     groups = np.asarray(groups, dtype=np.int64)
@@ -286,7 +279,7 @@ def _natural_owner(labels: np.ndarray, groups: np.ndarray | None, num_clients: i
     client_of_group[kept] = np.arange(keep)
     owner = np.full(labels.size, -1, dtype=np.int64)
     owner[groups >= 0] = client_of_group[sample_group]
-    return owner
+    return owner, None
 
 
 # ---------------------------------------------------------------- files

@@ -21,7 +21,7 @@ from fedavail.plan.local import LocalOptions
 from fedavail.plan.options import key_table, required
 from fedavail.plan.partitions import SCHEMES_DRAWING_NU, resolve_partition
 from fedavail.plan.reports import parse_reports
-from fedavail.plan.traces import TRACE_MODELS_NEEDING_PARTITION, check_trace_for, records_prob
+from fedavail.plan.traces import TRACE_MODELS, check_trace_for, records_prob
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...) and part of shell commands: letters, digits and
 # . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter).
@@ -111,13 +111,13 @@ def _wrap(key: str, validate, *args):
 
 def _check_trace(config: dict, name: str) -> None:
     key, spec = f"traces.{name}", config["traces"][name]
-    if spec["model"] in TRACE_MODELS_NEEDING_PARTITION:
+    _wrap(key, trace_spec, config, name)
+    if TRACE_MODELS[spec["model"]].NEEDS_PARTITION:
         if spec.get("partition") not in config["partitions"]:
             raise ConfigError(f"{key}.partition: model {spec['model']!r} needs a partition defined under "
                               f"'partitions' (got {shorten(spec.get('partition'))})")
     elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
         raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
-    _wrap(key, trace_spec, config, name)
 
 
 def _check_experiment(config: dict, name: str) -> None:

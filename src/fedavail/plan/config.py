@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.local import resolve_local
 from fedavail.plan.partitions import full_partition_spec
-from fedavail.plan.traces import TRACE_MODELS_NEEDING_PARTITION, full_trace_spec
+from fedavail.plan.traces import TRACE_MODELS, full_trace_spec
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
 PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf", "shakespeare_leaf_json")
@@ -79,7 +79,7 @@ def algorithm_spec(config: dict, name: str) -> dict:
 
 
 def trace_needs_partition(config: dict, name: str) -> bool:
-    return config["traces"][name]["model"] in TRACE_MODELS_NEEDING_PARTITION
+    return TRACE_MODELS[config["traces"][name]["model"]].NEEDS_PARTITION
 
 
 def dataset_spec(config: dict, name: str) -> dict:

@@ -90,14 +90,35 @@ def check_probabilities(value, key: str, allow_list: bool, what: str) -> None:
         raise ValueError(f"{what} {key!r} must be {kind}, got {value!r}")
 
 
-def resolve_variant(spec: dict, variants: dict, tag: str, what: str, kind: str):
+class Registry(dict):
+    """One family's entries by name (trace models, partition schemes, report kinds, or the code that draws or builds
+    them), each added where it is defined with `@registry.add(name)`. Looking up a name nobody added raises
+    ValueError listing the known ones; `key` is how that error names the setting (e.g. "trace spec key 'model'")."""
+
+    def __init__(self, key: str):
+        super().__init__()
+        self.key = key
+
+    def add(self, *names: str):
+        def register(entry):
+            for name in names:
+                if name in self:
+                    raise ValueError(f"{self.key}: {name!r} is registered twice")
+                self[name] = entry
+            return entry
+
+        return register
+
+    def __missing__(self, name):
+        raise ValueError(f"{self.key}: {name!r} is not one of {tuple(self)}")
+
+
+def resolve_variant(spec: dict, variants: Registry, tag: str, what: str, kind: str):
     """`spec[tag]` names one of `variants` (a partition scheme, a trace model); the spec checked against that
     variant's dataclass and returned as it. ValueError names the offending key."""
     if not isinstance(spec, dict):
         raise ValueError(f"{kind} spec must be a mapping, got {type(spec).__name__}")
     name = spec.get(tag)
-    if name not in variants:
-        raise ValueError(f"{what} {tag!r}: {name!r} is not one of {tuple(variants)}")
     cls = variants[name]
     check_keys(spec, key_table(cls), what, f"{tag} {name!r}", ignore={tag})
     return cls(**{key: value for key, value in spec.items() if key != tag})

@@ -2,13 +2,16 @@
 (what each scheme does: fedavail.data.partition). A config's partition entry is `dataset` plus `scheme` plus the
 scheme's settings."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import ClassVar
 
-from fedavail.plan.options import check_choices, check_int, is_number, option, resolve_variant
+from fedavail.plan.options import Registry, check_choices, check_int, is_number, option, resolve_variant
 
 WHAT = "partition spec key"
 ALLOCATIONS = ("equal", "class_proportional")
-SCHEMES_DRAWING_NU = ("client_dirichlet", "balanced_dirichlet", "two_group")  # the others store no ν_i
+# Every scheme by its `scheme` name; how each splits the samples is registered against the same name in
+# fedavail.data.partition (SPLITS).
+PARTITION_SCHEMES = Registry(f"{WHAT} 'scheme'")
 
 _CLIENTS = "number of clients m"
 _ALPHA = "Dirichlet concentration α (smaller: more heterogeneous clients)"
@@ -17,29 +20,49 @@ _ALLOCATION = ("equal: client sizes N/m, per-class counts rounded from ν_i·n_i
 
 
 @dataclass(frozen=True, kw_only=True)
-class DirichletScheme:
+class Scheme:
+    """What every scheme declares besides its settings."""
+
+    DRAWS_NU: ClassVar[bool] = False  # whether it draws a class mix ν_i per client (the fedswe trace model reads it)
+
+    def for_classes(self, num_classes: int) -> "Scheme":
+        """The settings whose default depends on the dataset's number of classes, filled in."""
+        return self
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirichletScheme(Scheme):
+    MIN_CLIENTS: ClassVar[int] = 1
+
     num_clients: int = option(doc=_CLIENTS)
     alpha: float = option(doc=_ALPHA)
 
     def __post_init__(self):
-        check_int(self.num_clients, "num_clients", 2 if isinstance(self, TwoGroup) else 1, WHAT)
+        check_int(self.num_clients, "num_clients", self.MIN_CLIENTS, WHAT)
         if not is_number(self.alpha) or self.alpha <= 0:
             raise ValueError(f"{WHAT} 'alpha' must be a positive number, got {self.alpha!r}")
         check_choices(self, WHAT)
 
 
+@PARTITION_SCHEMES.add("client_dirichlet")
 @dataclass(frozen=True, kw_only=True)
 class ClientDirichlet(DirichletScheme):
     """ν_i ~ Dir(α·1_C) per client (FedSWE, Hsu et al. 2019, arXiv 1909.06335)."""
 
+    DRAWS_NU = True
+
     allocation: str = option("equal", _ALLOCATION, choices=ALLOCATIONS)
 
 
+@PARTITION_SCHEMES.add("balanced_dirichlet")
 @dataclass(frozen=True, kw_only=True)
 class BalancedDirichlet(DirichletScheme):
     """Sizes N/m, every sample's class drawn from ν_i ~ Dir(α·1_C) (FAST, via FedLab)."""
 
+    DRAWS_NU = True
 
+
+@PARTITION_SCHEMES.add("hetero_dirichlet")
 @dataclass(frozen=True, kw_only=True)
 class HeteroDirichlet(DirichletScheme):
     """Per class, shares ~ Dir(α·1_m) over the clients, retried until every client holds min_size samples (FedLab's
@@ -55,17 +78,25 @@ class HeteroDirichlet(DirichletScheme):
             check_int(self.min_size, "min_size", 0, WHAT)
         check_int(self.max_retries, "max_retries", 1, WHAT)
 
+    def for_classes(self, num_classes: int) -> "HeteroDirichlet":
+        return self if self.min_size is not None else replace(self, min_size=num_classes)  # FedLab's default
 
+
+@PARTITION_SCHEMES.add("two_group")
 @dataclass(frozen=True, kw_only=True)
 class TwoGroup(DirichletScheme):
     """Clients [0, m/2) hold only classes [0, C/2), the others the rest; client_dirichlet inside each group (FedSWE
     §7.1)."""
 
+    DRAWS_NU = True
+    MIN_CLIENTS = 2
+
     allocation: str = option("equal", _ALLOCATION, choices=ALLOCATIONS)
 
 
+@PARTITION_SCHEMES.add("natural")
 @dataclass(frozen=True, kw_only=True)
-class Natural:
+class Natural(Scheme):
     """One client per natural group (a Shakespeare role)."""
 
     num_clients: int | None = option(None, "keep only this many groups, those with the most samples; null: all")
@@ -75,16 +106,10 @@ class Natural:
             check_int(self.num_clients, "num_clients", 1, WHAT)
 
 
-PARTITION_SCHEMES = {
-    "client_dirichlet": ClientDirichlet,
-    "balanced_dirichlet": BalancedDirichlet,
-    "hetero_dirichlet": HeteroDirichlet,
-    "two_group": TwoGroup,
-    "natural": Natural,
-}
+SCHEMES_DRAWING_NU = tuple(name for name, scheme in PARTITION_SCHEMES.items() if scheme.DRAWS_NU)
 
 
-def resolve_partition(spec: dict):
+def resolve_partition(spec: dict) -> Scheme:
     """A partition spec (`scheme` and its settings, no `dataset`) checked, as its scheme's dataclass; raise
     ValueError naming the offending key."""
     return resolve_variant(spec, PARTITION_SCHEMES, "scheme", WHAT, "partition")

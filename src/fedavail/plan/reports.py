@@ -19,8 +19,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fedavail.plan.config import experiment_seeds
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
+from fedavail.plan.config import experiment_seeds
+from fedavail.plan.options import Registry
+from fedavail.plan.traces import TRACE_MODELS
 
 # What an experiment is, in the words the tables, figures and published values use (fedavail.report.frame columns).
 ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds", "trace_model", "dynamics", "gamma",
@@ -28,6 +30,9 @@ ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds
 Attribute = Literal[ATTRIBUTES]
 EvalModel = Literal["local_mean", "global"]
 RUNS_FRAME = "results/runs.parquet"
+# Every report kind by its `kind` name; what builds each is registered against the same name in
+# fedavail.report.build (BUILDERS).
+KINDS = Registry("kind")
 
 
 def _list(*values):
@@ -42,9 +47,16 @@ class Report:
     algorithms: list[str] | None = None  # a subset of the experiments' algorithms, and their row order
     labels: dict[str, str] = field(default_factory=dict)  # algorithm name -> display label
 
+    DESCRIPTION: typing.ClassVar[str]  # what it shows, its caption (str.format with the report's settings)
     SHAPE: typing.ClassVar[str] = "table"
     POSITIVE: typing.ClassVar[tuple] = ()  # integer keys that must be >= 1
     LAYOUT: typing.ClassVar[tuple] = ()  # keys naming the attributes that place an experiment in the table
+    PAPER_SOURCES: typing.ClassVar[tuple] = ()  # a paper table: the published tables beside it (report/compare.py)
+
+    @classmethod
+    def from_config(cls, raw: dict) -> "Report":
+        """The spec as the config writes it (its keys and types already checked)."""
+        return cls(**raw)
 
     def check(self, config: dict) -> None:
         """Raise ValueError("<key>: ...") for what the types cannot say."""
@@ -105,21 +117,35 @@ class Accuracy(Report):
     POSITIVE = ("last_n",)
 
 
+@KINDS.add("fedswe_table")
 @dataclass(frozen=True)
 class FedsweTable(Accuracy):
+    DESCRIPTION = ("train and test accuracy (%), mean ± std over seeds of each run's average over its last {last_n} "
+                   "rounds (FedSWE Table 2 style); in every column the best of the algorithms not aided by memory or "
+                   "known statistics is bold and the second underlined")
+    PAPER_SOURCES = ("FedSWE Table 2",)
     columns: Attribute = "dataset"
     blocks: Attribute = "dynamics"
     LAYOUT = ("blocks", "columns")
 
 
+@KINDS.add("sweep")
 @dataclass(frozen=True)
 class Sweep(Accuracy):
+    DESCRIPTION = ("train and test accuracy (%) against {parameter}, mean ± std over seeds of each run's "
+                   "last-{last_n}-round average (FedSWE Tables 8 and 9 style); best of the memory-free group bold, "
+                   "second underlined")
+    PAPER_SOURCES = ("FedSWE Table 8", "FedSWE Table 9", "FedSWE Table 2")
     parameter: Attribute = None
     LAYOUT = ("parameter",)
 
 
+@KINDS.add("rounds_to_target")
 @dataclass(frozen=True)
 class RoundsToTarget(Report):
+    DESCRIPTION = ("the first round at which the mean test accuracy over seeds, sampled every {sample_every} rounds, "
+                   "reaches each target (FedSWE Table 7 style); — when never reached")
+    PAPER_SOURCES = ("FedSWE Table 7",)
     targets: list[float] | dict[str, list[float]] | None = None  # None: `fractions` of the best final accuracy
     fractions: list[float] = _list(0.25, 0.5, 0.75, 1.0)
     sample_every: int = 20
@@ -142,8 +168,13 @@ class RoundsToTarget(Report):
                                  f"{values!r}")
 
 
+@KINDS.add("fast_table")
 @dataclass(frozen=True)
 class FastTable(Report):
+    DESCRIPTION = ("test accuracy (%) of the server model, A ± B, the mean and standard deviation of the last {last} "
+                   "test accuracies of every seed (FAST style), and Ratio = rounds with arbitrary participation / "
+                   "total rounds")
+    PAPER_SOURCES = ("FAST §5.1",)
     last: int = 5
     decimals: int = 2
     paper: bool = True
@@ -151,13 +182,18 @@ class FastTable(Report):
     POSITIVE = ("last",)
 
 
+@KINDS.add("memory")
 @dataclass(frozen=True)
 class Memory(Report):
-    pass
+    DESCRIPTION = ("bytes of algorithm state (summary.json state_bytes) per algorithm, with the model dimension d, "
+                   "peak memory and wall time")
 
 
+@KINDS.add("curves")
 @dataclass(frozen=True)
 class Curves(Report):
+    DESCRIPTION = ("{metric} against the round, mean over seeds with a band of ± one standard deviation (FedSWE Figs. "
+                   "7 and 10 style)")
     metric: str = "test_acc"
     sample_every: int | None = None
     log_y: bool = False
@@ -166,8 +202,11 @@ class Curves(Report):
     POSITIVE = ("sample_every",)
 
 
+@KINDS.add("consensus")
 @dataclass(frozen=True)
 class Consensus(Report):
+    DESCRIPTION = ("the consensus error (1/m) Σ_i ‖x_i − x̄‖² on a logarithmic scale, mean over seeds ± one standard "
+                   "deviation (FedSWE Fig. 6 style)")
     metric: str = "consensus_error"
     sample_every: int | None = None
     log_y: bool = True
@@ -175,8 +214,12 @@ class Consensus(Report):
     POSITIVE = ("sample_every",)
 
 
+@KINDS.add("k_sweep")
 @dataclass(frozen=True)
 class KSweep(Report):
+    DESCRIPTION = ("test accuracy averaged over the last {last_n} rounds and the number of rounds to reach "
+                   "{target_percent}% test accuracy against FedSWE's interpolation coefficient {parameter} (FedSWE "
+                   "Figs. 8, 9, 11 and 12 style); mean ± std over seeds")
     parameter: str = "k"  # an algorithm hyperparameter
     last_n: int = 500
     target: float = 0.4
@@ -197,8 +240,11 @@ class KSweep(Report):
                                      "list the swept algorithms under 'algorithms'")
 
 
+@KINDS.add("grid")
 @dataclass(frozen=True)
 class Grid(Report):
+    DESCRIPTION = ("train and test accuracy (%) of each run's last-{last_n}-round average against {x}, one line per "
+                   "{hue} (FedSWE Fig. 3 style); mean ± std over seeds")
     x: Attribute = None
     hue: Attribute = None
     last_n: int = 50
@@ -213,17 +259,25 @@ class Grid(Report):
         super().check(config)
 
 
+@KINDS.add("fast_ratio")
 @dataclass(frozen=True)
 class FastRatio(Report):
+    DESCRIPTION = ("test accuracy of the server model (mean of the last {last} test accuracies) against Ratio, the "
+                   "share of rounds with arbitrary participation; algorithms without snapshots sit at Ratio = 100%")
     last: int = 5
     SHAPE = "figure"
     POSITIVE = ("last",)
 
 
+@KINDS.add("fast_q")
 @dataclass(frozen=True)
 class FastQ(Report):
     """Adaptive FAST: q_t and the accuracy signal it follows, per round and seed."""
 
+    DESCRIPTION = ("adaptive FAST (FAST Algorithm 2): the snapshot probability q_t that governed each round (top) and "
+                   "the signal it is updated from, the participants' mean local training accuracy acc_t (bottom), one "
+                   "line per seed, snapshot rounds marked ×; q_(t+1) = clip(q_t + λ(acc_(t−1) − acc_t), 0, 1) rises "
+                   "only when the signal falls")
     SHAPE = "figure"
 
     def check(self, config: dict) -> None:
@@ -248,8 +302,12 @@ class Toy(Report):
             raise ValueError(f"u: two numbers, got {self.u!r}")
 
 
+@KINDS.add("toy_heterogeneity")
 @dataclass(frozen=True)
 class ToyHeterogeneity(Toy):
+    DESCRIPTION = ("Example 1 of FedSWE §4 computed exactly: two clients with F_i(x) = (x − u_i)²/2, u = {u}, "
+                   "stationary availability p_1, p_2; the colour is |lim E x^t − x*| of FedAvg (closed form, no "
+                   "training)")
     u: list[float] = _list(0.0, 100.0)
     resolution: int = 101
     weightings: list[Literal["active", "all"]] = _list("active", "all")
@@ -262,8 +320,14 @@ class ToyHeterogeneity(Toy):
             raise ValueError("weightings: a list of 'active' and/or 'all'")
 
 
+@KINDS.add("toy_interpolation")
 @dataclass(frozen=True)
 class ToyInterpolation(Toy):
+    DESCRIPTION = ("FedSWE Fig. 5 computed exactly: Algorithm 1 on two scalar clients, u = {u}, client 1 available in "
+                   "even rounds only, client 2 in odd rounds only, s = {local_steps} gradient steps of size {lr}, η_g "
+                   "= {global_lr}, k ∈ {k}; the global gradient ∇F(x^t) after each client's rounds and the consensus "
+                   "error (1/2)Σ(x_i − x̄)² (no training). They settle on ±|u1 − u2|/2 · g/(k + g) with g = η_g(1 − "
+                   "(1 − η)^s): k = 0 keeps the full bias, k > 0 shrinks it")
     u: list[float] = _list(100.0, -100.0)
     k: list[float] = _list(0, 1)
     rounds: int = 1000
@@ -281,14 +345,34 @@ class ToyInterpolation(Toy):
                 raise ValueError(f"{key}: a positive number, got {getattr(self, key)!r}")
 
 
+@KINDS.add("claims")
 @dataclass(frozen=True)
 class Claims(Report):
+    DESCRIPTION = ("the papers' claims checked on these runs: each claim, its source in the paper, our numbers (mean "
+                   "± std over seeds, seeds and rounds of every cell it reads), every comparison's mean difference "
+                   "over seeds paired by seed with its 95% Student-t confidence interval and number of pairs, the "
+                   "paper's own numbers where it publishes the same cells, and the verdict: holds or fails when the "
+                   "interval lies entirely on one side of the claim's bound (0, or −margin for non-inferiority), "
+                   "otherwise not resolved; fewer than 3 seeds, or a cell whose accuracy is still improving at the "
+                   "end of its run (last window against the window before, same interval, beyond "
+                   "{plateau_tolerance_points} points), give no verdict; whether a claim holds is this run's finding, "
+                   "not something the pipeline assumes")
     claims: list = None
     last_n: int | None = None  # by default each experiment's training.last_n
     model: EvalModel = "local_mean"
     plateau_window: float = 0.2  # share of a run's rounds in each window of the still-improving test (>= last_n)
     plateau_tolerance: float = 0.005  # gain per window (accuracy fraction) above which a curve is still improving
     POSITIVE = ("last_n",)
+
+    @classmethod
+    def from_config(cls, raw: dict) -> "Claims":
+        """The experiments and algorithms are the ones its claims name."""
+        for key in ("experiments", "algorithms"):
+            if key in raw:
+                raise ValueError(f"{key}: kind 'claims' reads the experiments and algorithms its claims name; "
+                                 "do not list them")
+        experiments, algorithms = referenced(raw["claims"])
+        return cls(**raw, experiments=experiments, algorithms=algorithms)
 
     def check(self, config: dict) -> None:
         if not 0 < self.plateau_window <= 0.5:
@@ -303,13 +387,6 @@ class Claims(Report):
                 if algorithm not in config["experiments"][experiment]["algorithms"]:
                     raise ValueError(f"claims[{i}]: experiment {experiment!r} does not run algorithm {algorithm!r}")
         super().check(config)
-
-
-KINDS = {"fedswe_table": FedsweTable, "sweep": Sweep, "rounds_to_target": RoundsToTarget, "fast_table": FastTable,
-         "memory": Memory, "curves": Curves, "consensus": Consensus, "k_sweep": KSweep, "grid": Grid,
-         "fast_ratio": FastRatio, "fast_q": FastQ, "toy_heterogeneity": ToyHeterogeneity, "toy_interpolation": ToyInterpolation,
-         "claims": Claims}
-REQUIRED_KEYS = {"sweep": ("parameter",), "grid": ("x", "hue"), "claims": ("claims",)}
 
 
 # ---------------------------------------------------------------- parsing
@@ -358,27 +435,19 @@ def parse_report(name: str, raw: dict, config: dict) -> Report:
 
 def _parse(raw: dict, config: dict) -> Report:
     kind = raw.get("kind")
-    if kind not in KINDS:
-        raise ValueError(f"kind: {kind!r} is not one of {sorted(KINDS)}")
     cls = KINDS[kind]
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
+    fields = dataclasses.fields(cls)
+    known = {f.name for f in fields}
     for key, value in raw.items():
         if key not in known:
             raise ValueError(f"{key}: not a key of kind {kind!r} (keys: {sorted(known)})")
         if not _fits(value, hints[key]):
             raise ValueError(f"{key}: must be {_describe(hints[key])}, got {value!r}")
-    for key in REQUIRED_KEYS.get(kind, ()):
-        if key not in raw:
-            raise ValueError(f"{key}: required by kind {kind!r}")
-    report = cls(**raw)
-    if kind == "claims":
-        for key in ("experiments", "algorithms"):
-            if key in raw:
-                raise ValueError(f"{key}: kind 'claims' reads the experiments and algorithms its claims name; "
-                                 "do not list them")
-        experiments, algorithms = referenced(raw["claims"])
-        report = dataclasses.replace(report, experiments=experiments, algorithms=algorithms)
+    for f in fields:  # a default of None that the key's type does not allow: the key is required
+        if f.name not in raw and f.default is None and not _fits(None, hints[f.name]):
+            raise ValueError(f"{f.name}: required by kind {kind!r}")
+    report = cls.from_config(raw)
     report.check(config)
     return report
 
@@ -424,8 +493,8 @@ def applicable(settings: dict) -> set[str]:
 def attributes(experiment: str, partition: dict, trace: dict, training: dict) -> dict:
     """ATTRIBUTES of an experiment from its partition, trace (with any model defaults filled in) and training."""
     model = trace["model"]
-    dynamics = {"fast": trace.get("distribution"), "markov": "markov", "cyclic": "cyclic"}.get(
-        model, trace.get("dynamics"))
+    setting = TRACE_MODELS[model].DYNAMICS_SETTING
+    dynamics = trace.get(setting) if setting else model
     settings = {"experiment": experiment, "dataset": partition["dataset"], "scheme": partition["scheme"],
                 "alpha": partition.get("alpha"), "num_clients": trace.get("num_clients") or partition.get(
                     "num_clients"), "rounds": training["rounds"], "trace_model": model, "dynamics": dynamics,

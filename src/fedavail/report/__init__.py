@@ -11,3 +11,10 @@
 - toy.py: FedSWE's scalar examples (Figs. 2 and 5), computed exactly
 
 The report specs, their defaults and output paths are fedavail.plan.reports (torch- and pandas-free)."""
+
+from fedavail.plan.options import Registry
+
+# What builds each report kind (fedavail.plan.reports.KINDS, same names) and the per-experiment table ("experiment"):
+# a function (job, frame) -> (a TextTable or a figure, the numbers it shows), added where it is defined (tables.py,
+# figures.py, claims.py) with @BUILDERS.add(kind).
+BUILDERS = Registry("report kind")

@@ -7,14 +7,8 @@ from pathlib import Path
 
 from fedavail.io import atomic_path, write_text
 from fedavail.plan.captions import SCORED_MODEL
-
-PAPER_SOURCES = {
-    "fedswe_table": ("FedSWE Table 2",),
-    "sweep": ("FedSWE Table 8", "FedSWE Table 9", "FedSWE Table 2"),
-    "rounds_to_target": ("FedSWE Table 7",),
-    "fast_table": ("FAST §5.1",),
-}
-TOY_KINDS = ("toy_heterogeneity", "toy_interpolation")
+from fedavail.plan.reports import KINDS
+from fedavail.report import BUILDERS
 
 
 def _write_csv(frame, path) -> None:
@@ -38,32 +32,31 @@ def _write_paper(job: dict, table, cells, outputs: dict) -> None:
 
     # The published cells are the authors' reported model: the server-model rows have no counterpart.
     cells = cells[~cells["algorithm"].map(is_server_row)]
-    result = compare(cells, PAPER_SOURCES[job["report"]["kind"]] if job["report"]["paper"] else ())
+    result = compare(cells, KINDS[job["report"]["kind"]].PAPER_SOURCES if job["report"]["paper"] else ())
     paper = comparison_table(result, table.title, dict(zip(cells["algorithm"], cells["label"])))
     _write_table(paper, result, {"md": outputs["paper_md"], "tex": outputs["paper_tex"], "csv": outputs["paper_csv"]})
 
 
 def make_report(job: dict, run_dirs: list, outputs: dict) -> None:
+    from fedavail.report import claims, tables  # noqa: F401 (importing them adds their builders to BUILDERS)
     from fedavail.report import frame as tidy
-    from fedavail.report.claims import claims_table
-    from fedavail.report.figures import FIGURE_BUILDERS, experiment_figure, save
-    from fedavail.report.tables import TABLE_BUILDERS
+    from fedavail.report.figures import experiment_figure, save
+    from fedavail.report.render import TextTable
 
     kind = job["report"]["kind"]
-    runs = None if kind in TOY_KINDS else tidy.load(job, run_dirs)
+    runs = tidy.load(job, run_dirs) if job["experiments"] else None  # the exact toy examples read no runs
     if kind == "runs":
         with atomic_path(Path(outputs["parquet"])) as tmp:
             runs.to_parquet(tmp, index=False)
         return
     frame = None if runs is None else tidy.view(job, runs)
-    if kind in FIGURE_BUILDERS:
-        figure, data = FIGURE_BUILDERS[kind](job, frame)
-        save(figure, Path(outputs["png"]), Path(outputs["pdf"]))
+    table, data = BUILDERS[kind](job, frame)
+    if not isinstance(table, TextTable):
+        save(table, Path(outputs["png"]), Path(outputs["pdf"]))
         _write_csv(data, outputs["csv"])
         return
     if kind == "experiment":
         save(experiment_figure(job, frame), Path(outputs["png"]))
-    table, data = {**TABLE_BUILDERS, "claims": claims_table}[kind](job, frame)
     if "eval_model" in job["report"]:
         table.footnotes.append(SCORED_MODEL[job["report"]["eval_model"]] + ".")
     if "paper_md" in outputs:

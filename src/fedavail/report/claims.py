@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from fedavail.plan.claim_parsing import parse_claims
+from fedavail.report import BUILDERS
 from fedavail.report import frame as tidy
 from fedavail.report.render import TextTable
 from fedavail.report.tables import title
@@ -297,6 +298,7 @@ def _published(published: pd.DataFrame, where: dict, identity: str, metric: str)
     return None
 
 
+@BUILDERS.add("claims")
 def claims_table(job: dict, frame: pd.DataFrame) -> tuple:
     """claim | source | our numbers | paired differences | paper | verdict, one row per claim, and the CSV rows."""
     from fedavail.report.compare import paper_values

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from fedavail.io import atomic_path
+from fedavail.report import BUILDERS
 from fedavail.report import frame as tidy
 from fedavail.report.tables import attribute_label, title
 
@@ -62,6 +63,7 @@ def _legend_labels(frame: pd.DataFrame) -> pd.Series:
     return frame["label"] + np.where(diverged, " † diverged", "")
 
 
+@BUILDERS.add("curves", "consensus")
 def curves(job: dict, frame: pd.DataFrame):
     """Per experiment, `metric` against the round: the mean over seeds and a band of ± one std (Figs. 6, 7, 10)."""
     _, sns = _plt()
@@ -84,6 +86,7 @@ def curves(job: dict, frame: pd.DataFrame):
     return fig, data.drop(columns="finite")
 
 
+@BUILDERS.add("k_sweep")
 def k_sweep(job: dict, frame: pd.DataFrame):
     """Figs. 8/9 and 11/12: final test accuracy (last-N average) and rounds to reach a target accuracy against k;
     one line for the reported model and, for local-copy algorithms, one for the server model x^t."""
@@ -125,6 +128,7 @@ def k_sweep(job: dict, frame: pd.DataFrame):
     return fig, data
 
 
+@BUILDERS.add("grid")
 def grid(job: dict, frame: pd.DataFrame):
     """Fig. 3: train and test accuracy (last-N average, mean ± std over seeds) against attribute x, one line per
     hue (and per algorithm when there are several)."""
@@ -148,6 +152,7 @@ def grid(job: dict, frame: pd.DataFrame):
     return fig, tidy.over_seeds(values, ["experiment", "algorithm", "label", x, hue, "metric"]).drop(columns="finite")
 
 
+@BUILDERS.add("fast_ratio")
 def fast_ratio(job: dict, frame: pd.DataFrame):
     """FAST: test accuracy (the last `last` evaluations, mean ± std) against Ratio, one panel per experiment;
     algorithms without snapshot rounds sit at Ratio = 100%."""
@@ -173,6 +178,7 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
     return fig, data
 
 
+@BUILDERS.add("fast_q")
 def fast_q(job: dict, frame: pd.DataFrame):
     """Adaptive FAST: q_t (top) and its signal acc_t (bottom) against the round, one line per seed (a mean over seeds
     would hide a seed whose q never leaves 0), snapshot rounds marked, one column per experiment."""
@@ -218,6 +224,7 @@ def experiment_figure(job: dict, frame: pd.DataFrame):
     return fig
 
 
+@BUILDERS.add("toy_heterogeneity")
 def toy_heterogeneity(job: dict, frame=None):
     """Fig. 2 (Example 1): |lim E x^t − x*| of FedAvg over (p1, p2), exact."""
     from fedavail.report import toy
@@ -244,6 +251,7 @@ def toy_heterogeneity(job: dict, frame=None):
     return fig, pd.concat(records, ignore_index=True)
 
 
+@BUILDERS.add("toy_interpolation")
 def toy_interpolation(job: dict, frame=None):
     """Fig. 5: FedSWE on two alternating scalar clients, exact; gradient ∇F(x^t) and consensus error per k."""
     from fedavail.report import toy
@@ -270,6 +278,3 @@ def toy_interpolation(job: dict, frame=None):
     fig.suptitle(title(job))
     return fig, pd.concat(records, ignore_index=True)
 
-
-FIGURE_BUILDERS = {"curves": curves, "consensus": curves, "k_sweep": k_sweep, "grid": grid, "fast_ratio": fast_ratio,
-                   "fast_q": fast_q, "toy_heterogeneity": toy_heterogeneity, "toy_interpolation": toy_interpolation}

@@ -6,6 +6,7 @@ one row per cell, which fedavail.report.compare matches with the published value
 import numpy as np
 import pandas as pd
 
+from fedavail.report import BUILDERS
 from fedavail.report import frame as tidy
 from fedavail.report.render import Cell, Section, TextTable, rank_marks
 
@@ -55,6 +56,7 @@ def _grouped(table: pd.DataFrame):
     return [(g, list(part["algorithm"])) for g, part in ordered.groupby("group", sort=True)]
 
 
+@BUILDERS.add("fedswe_table", "sweep")
 def accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
     """FedSWE Table 2 (kind fedswe_table: row blocks by `blocks`, columns by `columns`) and Tables 8/9 (kind sweep:
     columns by `parameter`): train and test accuracy, mean ± std over seeds of each run's last-N-round average."""
@@ -112,6 +114,7 @@ def _targets(job: dict, frame: pd.DataFrame, experiment: str) -> tuple[list[floa
         f"{100 * best:.1f}% rounded down to {100 * base:g}%")
 
 
+@BUILDERS.add("rounds_to_target")
 def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
     """FedSWE Table 7: the first round at which the mean test accuracy over seeds, sampled every `sample_every`
     rounds, reaches each target accuracy; "—" when it never does."""
@@ -154,6 +157,7 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
     return table, table_cells.assign(std=np.nan).drop(columns=["finite", "order"])
 
 
+@BUILDERS.add("fast_table")
 def fast_table(job: dict, frame: pd.DataFrame) -> tuple:
     """FAST style: A ± B = mean and std of the last `last` evaluated test accuracies (of every seed, pooled) and
     Ratio = rounds with arbitrary participation / total rounds (mean over seeds), one row per experiment."""
@@ -192,6 +196,7 @@ def fast_table(job: dict, frame: pd.DataFrame) -> tuple:
     return table, table_cells.drop(columns=["finite", "order"])
 
 
+@BUILDERS.add("memory")
 def memory_table(job: dict, frame: pd.DataFrame) -> tuple:
     """State memory per algorithm (summary.json state_bytes), with the model dimension, peak memory and wall time."""
     runs = frame.drop_duplicates(tidy.RUN)
@@ -215,6 +220,7 @@ def memory_table(job: dict, frame: pd.DataFrame) -> tuple:
     return table, table_cells
 
 
+@BUILDERS.add("experiment")
 def experiment_table(job: dict, frame: pd.DataFrame) -> tuple:
     """An experiment's table: test accuracy of the server model, mean ± std over seeds of the last-N-round
     average, per algorithm (fractions in the CSV, percent in the Markdown)."""
@@ -238,6 +244,3 @@ def experiment_table(job: dict, frame: pd.DataFrame) -> tuple:
         table.rows.append([r.algorithm, test, train, str(r.seeds), note])
     return table, data
 
-
-TABLE_BUILDERS = {"fedswe_table": accuracy_table, "sweep": accuracy_table, "rounds_to_target": rounds_to_target_table,
-                  "fast_table": fast_table, "memory": memory_table, "experiment": experiment_table}

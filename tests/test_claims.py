@@ -11,7 +11,7 @@ import pytest
 
 import fedavail.plan.config as fc
 from fedavail.plan import captions, reports
-from fedavail.plan.checks import check_reports
+from fedavail.plan.checks import parse_checked_reports
 from fedavail.report import build, claims
 from fedavail.report import frame as tidy
 
@@ -218,7 +218,7 @@ def test_invalid_claims_are_rejected_before_any_job(report, message):
     report = {"kind": "claims", **report}
     config = _config(report)
     with pytest.raises(fc.ConfigError, match=message):
-        check_reports(config)
+        parse_checked_reports(config)
 
 
 # ---------------------------------------------------------------- the verdict rule by simulation

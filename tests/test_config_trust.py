@@ -13,10 +13,11 @@ import torch
 from snakemake.utils import validate
 
 from fedavail.data.prepare import prepare
-from fedavail.plan.checks import TRAIN_SAMPLES, check_config
+from fedavail.plan.checks import TRAIN_SAMPLES
 from fedavail.plan.config import ConfigError
 from fedavail.plan.grid import expand
 from fedavail.plan.load import load_config_file
+from fedavail.plan.plan import build_plan
 
 from workflow_helpers import REPO, copy_workflow, snakemake
 
@@ -28,10 +29,10 @@ def base_config() -> dict:
 
 
 def checked(config: dict) -> None:
-    """The workflow's order: schema (with defaults), then fedavail.plan.checks.check_config."""
+    """The workflow's order: schema (with defaults), then fedavail.plan.plan.build_plan."""
     config = copy.deepcopy(config)
     validate(config, str(SCHEMA), set_default=True)
-    check_config(config)
+    build_plan(config)
 
 
 def rename(section, old, new):
@@ -278,7 +279,7 @@ def test_error_messages_echo_a_megabyte_value_shortened(edit, message):
     config = base_config()
     edit(config)
     with pytest.raises(ConfigError, match=message) as error:
-        check_config(config)
+        build_plan(config)
     assert len(str(error.value)) <= 2100
 
 
@@ -333,8 +334,8 @@ def test_settings_that_stall_or_exhaust_a_job_are_refused(edit, message):
 
 
 def checked_without_schema(config: dict) -> None:
-    """check_config alone: the plan layer refuses these whether or not the schema ran first."""
-    check_config(copy.deepcopy(config))
+    """build_plan alone: the plan layer refuses these whether or not the schema ran first."""
+    build_plan(copy.deepcopy(config))
 
 
 def test_the_documented_limits_are_the_codes():

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import fedavail.plan.config as fc
-from fedavail.plan.checks import check_config
 from fedavail.plan.grid import expand
 from fedavail.plan.load import load_config
+from fedavail.plan.plan import build_plan
 
 from workflow_helpers import REPO
 
@@ -20,17 +20,16 @@ FIXTURES = Path(__file__).parent / "data"
 def run_set(config: dict) -> dict:
     """Everything the jobs of a config depend on: each run's spec, each experiment's seeds and resolved partition
     and trace, and the reports. Run specs are stored once each (most runs share one but for their names and seed)."""
-    specs, runs = {}, {}
-    for run in fc.runs(config):
-        spec = json.loads(fc.as_json(fc.run_spec(config, run.experiment, run.algorithm, run.seed)))
+    specs, runs, plan = {}, {}, build_plan(config)
+    for run in plan.runs():
+        spec = json.loads(fc.as_json(plan.run_spec(run.experiment, run.algorithm, run.seed)))
         assert (spec.pop("experiment"), spec.pop("algorithm_id"), spec.pop("seed")) == tuple(vars(run).values())
         runs[run.directory] = fc.as_json(spec)
     shared = sorted(set(runs.values()))
     experiments = {
-        name: {"seeds": fc.experiment_seeds(config, name), "partition": e["partition"], "trace": e["trace"],
-               "partition_spec": fc.partition_spec(config, e["partition"]),
-               "trace_spec": fc.trace_spec(config, e["trace"])}
-        for name, e in config["experiments"].items()}
+        name: {"seeds": list(e.seeds), "partition": e.partition, "trace": e.trace,
+               "partition_spec": plan.partitions[e.partition], "trace_spec": plan.traces[e.trace]}
+        for name, e in plan.experiments.items()}
     return {"runs": {directory: shared.index(spec) for directory, spec in runs.items()},
             "specs": [json.loads(spec) for spec in shared], "experiments": experiments,
             "reports": config.get("reports")}
@@ -224,7 +223,7 @@ def test_format_specs_and_conversions_in_grid_fields_are_refused_before_formatti
 @pytest.mark.parametrize("path", sorted((REPO / "config").glob("*.yaml")), ids=lambda path: path.name)
 def test_every_config_expands_within_the_limits(path):
     """No config uses a format spec, an overlong name or more cells or runs than the limits allow."""
-    check_config(load_config([path]))
+    build_plan(load_config([path]))
 
 
 @pytest.mark.parametrize("config, message", [

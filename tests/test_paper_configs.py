@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-import fedavail.plan.config as fc
 from fedavail.availability.traces import make_trace
 from fedavail.plan import reports
 from fedavail.plan.load import load_config
+from fedavail.plan.plan import build_plan
 from fedavail.report import toy
 
 from workflow_helpers import REPO, copy_workflow, snakemake
@@ -56,7 +56,7 @@ def test_paper_config_dry_run_lists_every_job(dry_runs, name):
     counts = job_counts(output)
     assert counts == EXPECTED[name], counts
     config = load_config([REPO / f"config/{name}.yaml"])
-    assert counts["train"] == len(fc.runs(config))
+    assert counts["train"] == len(build_plan(config).runs())
     assert counts["report_experiment"] == len(config["experiments"])
     assert "This was a dry-run" in output
     print(f"{name}: {sum(counts.values())} jobs listed in {seconds:.1f} s")

@@ -9,11 +9,11 @@ from fedavail.data.prepare import BUNDLED_DATASETS, RAW_DATASETS
 from fedavail.models import ARCHITECTURES
 from fedavail.plan import algorithms as plan_algorithms
 from fedavail.plan import config as plan_config
-from fedavail.plan.checks import check_config
 from fedavail.plan.config import ConfigError
 from fedavail.plan.load import load_config_file
 from fedavail.plan.models import MODEL_NAMES
 from fedavail.plan.partitions import PARTITION_SCHEMES
+from fedavail.plan.plan import build_plan
 from fedavail.plan.traces import FAST_DISTRIBUTIONS, TRACE_MODELS
 
 from workflow_helpers import REPO
@@ -94,4 +94,4 @@ def test_errors_name_the_key_path_without_the_schema(edit, message):
     config = load_config_file(REPO / "config/test.yaml")
     edit(config)
     with pytest.raises(ConfigError, match=message):
-        check_config(config)
+        build_plan(config)

@@ -12,7 +12,7 @@ import pytest
 import fedavail.plan.config as fc
 from fedavail.integrity import seal_summary
 from fedavail.plan import captions, reports
-from fedavail.plan.checks import check_reports
+from fedavail.plan.checks import parse_checked_reports
 from fedavail.report import build, compare, labels, render, tables
 from fedavail.report import frame as tidy
 
@@ -394,7 +394,7 @@ def test_canonical_identities_read_the_resolved_hyperparameters():
 def test_invalid_reports_are_rejected_naming_the_key(report, message):
     config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])}, ALGS, {"r": report})
     with pytest.raises(fc.ConfigError, match=message):
-        check_reports(config)
+        parse_checked_reports(config)
 
 
 def test_every_report_kind_has_its_builder_and_caption():

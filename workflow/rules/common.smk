@@ -1,5 +1,5 @@
-# Helpers shared by the rules: config validation (strict YAML, schema, then fedavail.plan.checks), damaged files set
-# aside, and the job grid.
+# Helpers shared by the rules: the config read strictly and validated, then the Plan every rule reads its jobs from
+# (fedavail.plan.plan), damaged files set aside, and the job grid.
 import functools
 import math
 import os
@@ -11,10 +11,11 @@ import jsonschema
 import fedavail.data.raw_digests as rd
 import fedavail.integrity as fi
 import fedavail.plan.config as fc
+import fedavail.plan.paths as fp
 from fedavail.launcher import malloc_assignments
-from fedavail.plan.checks import check_config, schema_problem
+from fedavail.plan.checks import schema_problem
 from fedavail.plan.load import load_config
-from fedavail.plan.sources import run_algorithms, training_code_sha256
+from fedavail.plan.plan import build_plan
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
 from snakemake.exceptions import WorkflowError
@@ -37,11 +38,11 @@ except WorkflowError as error:
         raise
     raise WorkflowError(f"invalid config: {schema_problem(error.__context__)}") from None
 try:
-    check_config(config)
+    PLAN = build_plan(config)
 except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 
-EXECUTION = config["execution"]
+EXECUTION = PLAN.execution
 MALLOC_ASSIGNMENTS = malloc_assignments()
 
 
@@ -56,7 +57,7 @@ wildcard_constraints:
 
 
 def prepared_file(dataset):
-    return f"data/prepared/{dataset}.pt"
+    return fp.path(fp.PREPARED, dataset=dataset)
 
 
 # sha256 of raw files by (path, size, mtime_ns), kept between invocations (fedavail.data.raw_digests).
@@ -65,34 +66,30 @@ RAW_DIGEST_CACHE = ".snakemake/fedavail/raw_sha256.json"
 
 def raw_file_sha256(wildcards):
     """The dataset's raw files by content: replacing one reruns prepare, and through the prepared data what reads it."""
-    return rd.raw_sha256(wildcards.dataset, f"data/raw/{wildcards.dataset}", RAW_DIGEST_CACHE)
+    return rd.raw_sha256(wildcards.dataset, fp.path(fp.RAW_DIR, dataset=wildcards.dataset), RAW_DIGEST_CACHE)
 
 
 def partition_file(partition, seed):
-    return f"data/partitions/{partition}/seed{seed}.npz"
+    return fp.path(fp.PARTITION, partition=partition, seed=seed) + ".npz"
 
 
 def trace_file(trace, seed):
-    return f"data/traces/{trace}/seed{seed}.npz"
-
-
-def run_dirs(experiment):
-    return [run.directory for run in fc.runs(config, experiment)]
+    return fp.path(fp.TRACE, trace=trace, seed=seed) + ".npz"
 
 
 def files_in_use():
     """Every intermediate and run output the config's jobs read or write: rule `all` asks for each (a deleted
     partition is rebuilt even when the runs that read it are finished), and fedavail.integrity checks each."""
-    files = {rp.RUNS_FRAME}
-    for experiment, spec in config["experiments"].items():
-        trace = config["traces"][spec["trace"]]
-        for seed in fc.experiment_seeds(config, experiment):
-            files.add(partition_file(spec["partition"], seed))
-            files.add(trace_file(spec["trace"], seed))
-            if fc.trace_needs_partition(config, spec["trace"]):
-                files.add(partition_file(trace["partition"], seed))
-        files.add(prepared_file(config["partitions"][spec["partition"]]["dataset"]))
-        for run in fc.runs(config, experiment):
+    files = {fp.RUNS_FRAME}
+    for experiment, spec in PLAN.experiments.items():
+        trace_partition = PLAN.trace_partition(spec.trace)
+        for seed in spec.seeds:
+            files.add(partition_file(spec.partition, seed))
+            files.add(trace_file(spec.trace, seed))
+            if trace_partition is not None:
+                files.add(partition_file(trace_partition, seed))
+        files.add(prepared_file(PLAN.partitions[spec.partition]["dataset"]))
+        for run in PLAN.runs(experiment):
             files.update((f"{run.directory}/metrics.parquet", f"{run.directory}/summary.json"))
     return sorted(files)
 
@@ -130,14 +127,11 @@ if workflow.is_main_process:
             )
 
 
-REPORTS = rp.parse_reports(config)
-
-
 def final_outputs():
-    outputs = [rp.RUNS_FRAME]
-    for experiment in config["experiments"]:
+    outputs = [fp.RUNS_FRAME]
+    for experiment in PLAN.experiments:
         outputs += list(rp.experiment_outputs(experiment).values())
-    for name, report in REPORTS.items():
+    for name, report in PLAN.reports.items():
         outputs += list(rp.report_outputs(name, report).values())
     return outputs + FILES_IN_USE
 
@@ -145,7 +139,7 @@ def final_outputs():
 def report_job(wildcards):
     """The job spec of a report rule: a `reports:` entry, an experiment's own report, or every run."""
     if "report" in wildcards.keys():
-        return rp.report_job(config, wildcards.report, REPORTS[wildcards.report])
+        return rp.report_job(config, wildcards.report, PLAN.reports[wildcards.report])
     if "experiment" in wildcards.keys():
         return rp.experiment_job(config, wildcards.experiment)
     return rp.runs_job(config)
@@ -175,9 +169,8 @@ def report_out(wildcards, output):
 
 
 def trace_inputs(wildcards):
-    if fc.trace_needs_partition(config, wildcards.trace):
-        return {"partition": partition_file(config["traces"][wildcards.trace]["partition"], wildcards.seed)}
-    return {}
+    partition = PLAN.trace_partition(wildcards.trace)
+    return {} if partition is None else {"partition": partition_file(partition, wildcards.seed)}
 
 
 def trace_partition_option(wildcards, input):
@@ -191,13 +184,13 @@ def check_device_of_local_jobs():
     a dry run replaces it by its own; the executor asked for still shows in use_threads, which Snakemake turns on
     for every executor that is not local (cluster nodes may have GPUs the submit host lacks)."""
     executor = workflow.executor_plugin
-    if executor is None or not workflow.is_main_process or not EXECUTION["device"].startswith("cuda"):
+    if executor is None or not workflow.is_main_process or not EXECUTION.device.startswith("cuda"):
         return
     if executor.common_settings.local_exec and not workflow.execution_settings.use_threads:
         from fedavail.train import DeviceUnavailable, check_device
 
         try:
-            check_device(EXECUTION["device"])
+            check_device(EXECUTION.device)
         except DeviceUnavailable as error:
             raise WorkflowError(
                 f"invalid config: execution.device: {error}, where the jobs run; set execution.device: auto or "
@@ -209,23 +202,22 @@ def train_code_sha256(wildcards):
     """A parameter, not the source files as inputs: a content hash of the code a run executes (fedavail.plan.sources)
     reruns the runs whose code changed, and nothing when the project folder is moved or copied (inputs would be
     absolute paths outside the workdir)."""
-    return training_code_sha256(run_algorithms(fc.algorithm_spec(config, wildcards.algorithm)))
+    return PLAN.training_code_sha256(wildcards.algorithm)
 
 
 def train_inputs(wildcards):
     check_device_of_local_jobs()
-    experiment = config["experiments"][wildcards.experiment]
-    partition = config["partitions"][experiment["partition"]]
+    experiment = PLAN.experiments[wildcards.experiment]
     return {
-        "prepared": prepared_file(partition["dataset"]),
-        "partition": partition_file(experiment["partition"], wildcards.seed),
-        "trace": trace_file(experiment["trace"], wildcards.seed),
+        "prepared": prepared_file(PLAN.partitions[experiment.partition]["dataset"]),
+        "partition": partition_file(experiment.partition, wildcards.seed),
+        "trace": trace_file(experiment.trace, wildcards.seed),
     }
 
 
 def seed_lists():
     """The distinct seed lists of the config's experiments (execution.seeds_per_job: all makes one rule each)."""
-    return sorted({tuple(fc.experiment_seeds(config, e)) for e in config["experiments"]})
+    return sorted({experiment.seeds for experiment in PLAN.experiments.values()})
 
 
 def train_seeds_rule(seeds):
@@ -233,30 +225,33 @@ def train_seeds_rule(seeds):
 
 
 def seeds_outputs(seeds, name):
-    return [f"results/runs/{{experiment}}/{{algorithm}}/seed{s}/{name}" for s in seeds]
+    return [f"{fp.path(fp.RUN_DIR, seed=s)}/{name}" for s in seeds]
 
 
 def experiments_with_seeds(seeds):
     """A wildcard constraint matching exactly the experiments that run these seeds."""
-    names = [e for e in config["experiments"] if tuple(fc.experiment_seeds(config, e)) == tuple(seeds)]
+    names = [e for e, experiment in PLAN.experiments.items() if experiment.seeds == tuple(seeds)]
     return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
 
 
 def train_seeds_inputs(wildcards):
     """A multi-seed job's inputs: the shared prepared data, each seed's partition and trace (in seed order)."""
     check_device_of_local_jobs()
-    experiment = config["experiments"][wildcards.experiment]
-    seeds = fc.experiment_seeds(config, wildcards.experiment)
+    experiment = PLAN.experiments[wildcards.experiment]
     return {
-        "prepared": prepared_file(config["partitions"][experiment["partition"]]["dataset"]),
-        "partition": [partition_file(experiment["partition"], s) for s in seeds],
-        "trace": [trace_file(experiment["trace"], s) for s in seeds],
+        "prepared": prepared_file(PLAN.partitions[experiment.partition]["dataset"]),
+        "partition": [partition_file(experiment.partition, s) for s in experiment.seeds],
+        "trace": [trace_file(experiment.trace, s) for s in experiment.seeds],
     }
 
 
+def train_spec(wildcards):
+    return fc.as_json(PLAN.run_spec(wildcards.experiment, wildcards.algorithm, int(wildcards.seed)))
+
+
 def train_seeds_specs(wildcards):
-    seeds = fc.experiment_seeds(config, wildcards.experiment)
-    return fc.as_json([fc.run_spec(config, wildcards.experiment, wildcards.algorithm, int(s)) for s in seeds])
+    seeds = PLAN.experiments[wildcards.experiment].seeds
+    return fc.as_json([PLAN.run_spec(wildcards.experiment, wildcards.algorithm, s) for s in seeds])
 
 
 def train_seeds_out_dirs(wildcards, output):
@@ -265,7 +260,7 @@ def train_seeds_out_dirs(wildcards, output):
 
 def train_seeds_runtime(wildcards, attempt):
     """A multi-seed job's time limit: the runs' limits added up (batched on a GPU they take less)."""
-    return train_runtime(wildcards, attempt) * len(fc.experiment_seeds(config, wildcards.experiment))
+    return train_runtime(wildcards, attempt) * len(PLAN.experiments[wildcards.experiment].seeds)
 
 
 def train_mem_mb(wildcards, input, attempt):
@@ -278,8 +273,8 @@ def train_mem_mb(wildcards, input, attempt):
 
 def train_runtime(wildcards, attempt):
     """A training job's time limit in minutes: 10 + rounds x execution.seconds_per_round, times the attempt."""
-    rounds = config["experiments"][wildcards.experiment]["training"]["rounds"]
-    return int(math.ceil(10 + rounds * EXECUTION["seconds_per_round"] / 60)) * attempt
+    rounds = PLAN.experiments[wildcards.experiment].training["rounds"]
+    return int(math.ceil(10 + rounds * EXECUTION.seconds_per_round / 60)) * attempt
 
 
 def malloc_environment(wildcards, threads):
@@ -292,6 +287,6 @@ def train_execution_options(wildcards, threads):
     """How a training job runs, not what it computes (execution.*). A params function that takes `threads` counts as
     derived, so Snakemake leaves it out of the params that trigger reruns: changing these reruns nothing."""
     return (
-        f"--threads {threads} --device {shlex.quote(EXECUTION['device'])} --batched {EXECUTION['batched']} "
-        f"--checkpoint-every {EXECUTION['checkpoint_every']} --log-every {EXECUTION['log_every']}"
+        f"--threads {threads} --device {shlex.quote(EXECUTION.device)} --batched {EXECUTION.batched} "
+        f"--checkpoint-every {EXECUTION.checkpoint_every} --log-every {EXECUTION.log_every}"
     )

@@ -3,7 +3,7 @@
 
 rule download:
     output:
-        manifest="data/raw/{dataset}/manifest.json",
+        manifest=fp.RAW_MANIFEST,
     log:
         "logs/download/{dataset}.log",
     wildcard_constraints:
@@ -20,9 +20,9 @@ rule download:
 
 rule prepare_paper_dataset:
     input:
-        manifest="data/raw/{dataset}/manifest.json",
+        manifest=fp.RAW_MANIFEST,
     output:
-        "data/prepared/{dataset}.pt",
+        fp.PREPARED,
     log:
         "logs/prepare/{dataset}.log",
     wildcard_constraints:
@@ -30,7 +30,7 @@ rule prepare_paper_dataset:
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=lambda w: fc.as_json(fc.dataset_spec(config, w.dataset)),
+        spec=lambda w: fc.as_json(PLAN.datasets[w.dataset]),
         raw_sha256=raw_file_sha256,
     shell:
         "fedavail prepare {wildcards.dataset:q} --raw-dir data/raw/{wildcards.dataset:q} --out {output:q} "
@@ -39,7 +39,7 @@ rule prepare_paper_dataset:
 
 rule prepare_bundled_dataset:
     output:
-        "data/prepared/{dataset}.pt",
+        fp.PREPARED,
     log:
         "logs/prepare/{dataset}.log",
     wildcard_constraints:
@@ -47,6 +47,6 @@ rule prepare_bundled_dataset:
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=lambda w: fc.as_json(fc.dataset_spec(config, w.dataset)),
+        spec=lambda w: fc.as_json(PLAN.datasets[w.dataset]),
     shell:
         "fedavail prepare {wildcards.dataset:q} --out {output:q} --spec {params.spec:q} > {log:q} 2>&1"

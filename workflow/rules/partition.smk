@@ -3,12 +3,12 @@
 
 rule partition:
     input:
-        lambda w: prepared_file(config["partitions"][w.partition]["dataset"]),
+        lambda w: prepared_file(PLAN.partitions[w.partition]["dataset"]),
     output:
-        npz="data/partitions/{partition}/seed{seed}.npz",
-        stats="data/partitions/{partition}/seed{seed}.csv",
+        npz=fp.PARTITION + ".npz",
+        stats=fp.PARTITION + ".csv",
         figure=report(
-            "data/partitions/{partition}/seed{seed}.png",
+            fp.PARTITION + ".png",
             caption="../report/partition.rst",
             category="Partitions",
             labels={"partition": "{partition}", "seed": "{seed}"},
@@ -18,7 +18,7 @@ rule partition:
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=lambda w: fc.as_json(fc.partition_spec(config, w.partition)),
+        spec=lambda w: fc.as_json(PLAN.partitions[w.partition]),
     shell:
         "fedavail partition --prepared {input:q} --seed {wildcards.seed:q} --spec {params.spec:q} "
         "--out {output.npz:q} --stats {output.stats:q} --figure {output.figure:q} > {log:q} 2>&1"

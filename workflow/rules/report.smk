@@ -12,13 +12,13 @@ rule report_table:
         unpack(report_inputs),
     output:
         md=report(
-            "results/reports/{report}/table.md",
+            fp.REPORT_DIR + "/table.md",
             caption="../report/report.rst",
             category="Reports",
             labels={"report": "{report}", "content": "ours"},
         ),
-        tex="results/reports/{report}/table.tex",
-        csv="results/reports/{report}/table.csv",
+        tex=fp.REPORT_DIR + "/table.tex",
+        csv=fp.REPORT_DIR + "/table.csv",
     log:
         "logs/reports/{report}/table.log",
     conda:
@@ -35,13 +35,13 @@ rule report_table:
 use rule report_table as report_paper with:
     output:
         paper_md=report(
-            "results/reports/{report}/paper.md",
+            fp.REPORT_DIR + "/paper.md",
             caption="../report/paper.rst",
             category="Reports",
             labels={"report": "{report}", "content": "paper vs ours"},
         ),
-        paper_tex="results/reports/{report}/paper.tex",
-        paper_csv="results/reports/{report}/paper.csv",
+        paper_tex=fp.REPORT_DIR + "/paper.tex",
+        paper_csv=fp.REPORT_DIR + "/paper.csv",
     log:
         "logs/reports/{report}/paper.log",
 
@@ -49,13 +49,13 @@ use rule report_table as report_paper with:
 use rule report_table as report_figure with:
     output:
         png=report(
-            "results/reports/{report}/figure.png",
+            fp.REPORT_DIR + "/figure.png",
             caption="../report/report.rst",
             category="Reports",
             labels={"report": "{report}", "content": "figure"},
         ),
-        pdf="results/reports/{report}/figure.pdf",
-        csv="results/reports/{report}/figure.csv",
+        pdf=fp.REPORT_DIR + "/figure.pdf",
+        csv=fp.REPORT_DIR + "/figure.csv",
     log:
         "logs/reports/{report}/figure.log",
 
@@ -63,14 +63,14 @@ use rule report_table as report_figure with:
 use rule report_table as report_experiment with:
     output:
         md=report(
-            "results/experiments/{experiment}/table.md",
+            fp.EXPERIMENT_DIR + "/table.md",
             caption="../report/table.rst",
             category="Experiments",
             labels={"experiment": "{experiment}", "content": "table"},
         ),
-        csv="results/experiments/{experiment}/table.csv",
+        csv=fp.EXPERIMENT_DIR + "/table.csv",
         png=report(
-            "results/experiments/{experiment}/accuracy.png",
+            fp.EXPERIMENT_DIR + "/accuracy.png",
             caption="../report/accuracy.rst",
             category="Experiments",
             labels={"experiment": "{experiment}", "content": "test accuracy per round"},
@@ -81,6 +81,6 @@ use rule report_table as report_experiment with:
 
 use rule report_table as report_runs with:
     output:
-        parquet=rp.RUNS_FRAME,
+        parquet=fp.RUNS_FRAME,
     log:
         "logs/report/runs.log",

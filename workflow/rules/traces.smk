@@ -6,9 +6,9 @@ rule trace:
     input:
         unpack(trace_inputs),
     output:
-        npz="data/traces/{trace}/seed{seed}.npz",
+        npz=fp.TRACE + ".npz",
         figure=report(
-            "data/traces/{trace}/seed{seed}.png",
+            fp.TRACE + ".png",
             caption="../report/trace.rst",
             category="Availability traces",
             labels={"trace": "{trace}", "seed": "{seed}"},
@@ -18,7 +18,7 @@ rule trace:
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=lambda w: fc.as_json(fc.trace_spec(config, w.trace)),
+        spec=lambda w: fc.as_json(PLAN.traces[w.trace]),
         partition=trace_partition_option,
     shell:
         "fedavail trace {params.partition} --seed {wildcards.seed:q} --spec {params.spec:q} "

@@ -4,29 +4,29 @@
 # (fedavail.plan.sources), so a changed setting or edited code reruns only the runs it affects.
 
 
-if EXECUTION["seeds_per_job"] == 1:
+if EXECUTION.seeds_per_job == 1:
 
     rule train:
         input:
             unpack(train_inputs),
         output:
-            metrics="results/runs/{experiment}/{algorithm}/seed{seed}/metrics.parquet",
-            summary="results/runs/{experiment}/{algorithm}/seed{seed}/summary.json",
+            metrics=fp.RUN_DIR + "/metrics.parquet",
+            summary=fp.RUN_DIR + "/summary.json",
         log:
             "logs/train/{experiment}/{algorithm}/seed{seed}.log",
         conda:
             "../envs/fedavail.yaml"
-        threads: EXECUTION["train_threads"]
+        threads: EXECUTION.train_threads
         resources:
             # On clusters (profiles/slurm): one GPU unless the run is CPU-only (a GPU-less cluster overrides with
             # --set-resources train:gpu=0), the job's threads per GPU, memory from the data size, and a time limit
             # from the run's rounds; retries get more of both. Locally `gpu` only counts (profiles/local-gpu caps it).
-            gpu=0 if EXECUTION["device"] == "cpu" else 1,
-            cpus_per_gpu=EXECUTION["train_threads"],
+            gpu=0 if EXECUTION.device == "cpu" else 1,
+            cpus_per_gpu=EXECUTION.train_threads,
             mem_mb=train_mem_mb,
             runtime=train_runtime,
         params:
-            spec=lambda w: fc.as_json(fc.run_spec(config, w.experiment, w.algorithm, int(w.seed))),
+            spec=train_spec,
             code=train_code_sha256,
             execution=train_execution_options,
             malloc=malloc_environment,
@@ -56,10 +56,10 @@ else:
                 experiment=experiments_with_seeds(seeds),
             conda:
                 "../envs/fedavail.yaml"
-            threads: EXECUTION["train_threads"]
+            threads: EXECUTION.train_threads
             resources:
-                gpu=0 if EXECUTION["device"] == "cpu" else 1,
-                cpus_per_gpu=EXECUTION["train_threads"],
+                gpu=0 if EXECUTION.device == "cpu" else 1,
+                cpus_per_gpu=EXECUTION.train_threads,
                 mem_mb=train_mem_mb,
                 runtime=train_seeds_runtime,
             params:

@@ -2,12 +2,14 @@
 resolved values (so a changed default shows up as a changed job spec). Nothing here imports the rest of fedavail
 (only fedavail.io, to write docs/configuration.md).
 
-Entry points: fedavail.plan.load.load_config reads a config, fedavail.plan.checks.check_config checks it, and
-fedavail.plan.config gives each job's spec.
+Entry points: fedavail.plan.load.load_config reads a config, and fedavail.plan.plan.build_plan checks it and resolves
+every entry once into the Plan, which gives every job's spec.
 
   load           reading config files strictly, merging them, expanding grids (load_config)
-  checks         every check of a config beyond its schema (check_config)
-  config         ConfigError, and the jobs of a config with the settings each depends on
+  plan           the Plan: the checked config, every entry resolved, the runs and every job's spec (build_plan)
+  checks         every check of a config beyond its schema, run by build_plan
+  config         ConfigError, and the resolvers of each kind of entry (build_plan calls each once per entry)
+  paths          where every stage's files are: one template per kind of file
   grid           grids and algorithm sets, expanded before a config is checked
   options        declaring a setting (type, default, meaning, allowed values) as a dataclass field; checking keys
   partitions     one dataclass per partition scheme          traces       one per availability trace model

@@ -1,26 +1,26 @@
-"""Every check of a config beyond its JSON schema, run before any job starts; every error names the key path
-(`partitions.p.alpha: ...`). check_config is the entry point the Snakefile and the tests share (after the schema, on
-what fedavail.plan.load.load_config returns):
+"""Every check of a config beyond its JSON schema, run by fedavail.plan.plan.build_plan before any job starts; every
+error names the key path (`partitions.p.alpha: ...`):
 
 - names that are safe in paths and shell commands (check_names), finite numbers (check_finite);
-- each partition, trace, algorithm, experiment and the execution block against its typed settings, and the
-  cross-references between them (check_entries);
+- each partition, trace, algorithm, experiment and the execution block resolved against its typed settings, once,
+  and the cross-references between them (resolve_entries);
 - settings valid alone that cannot run together: a budget larger than the clients, a class mix the partition does not
   store, known p_i^t from a trace without them, ... (check_combinations);
-- the `reports:` section (check_reports)."""
+- the `reports:` section (parse_checked_reports)."""
 
 import math
 import re
+from dataclasses import dataclass
 
 from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.config import (DATASETS, MAX_MESSAGE_LENGTH, ConfigError, cut, local_spec, shorten, trace_spec,
-                                  without)
+from fedavail.plan.config import (DATASETS, MAX_MESSAGE_LENGTH, ConfigError, cut, local_spec, partition_spec,
+                                  shorten, trace_spec, without)
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
 from fedavail.plan.options import key_table, required
-from fedavail.plan.partitions import SCHEMES_DRAWING_NU, resolve_partition
-from fedavail.plan.reports import parse_reports
+from fedavail.plan.partitions import SCHEMES_DRAWING_NU
+from fedavail.plan.reports import Report, parse_reports
 from fedavail.plan.traces import TRACE_MODELS, check_trace_for, records_prob
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...) and part of shell commands: letters, digits and
@@ -33,15 +33,6 @@ MAX_NAME_LENGTH = 100
 # Training samples of each image dataset (text datasets depend on their options and use the natural scheme).
 TRAIN_SAMPLES = {"fashion_mnist": 60000, "cifar10": 50000, "svhn": 73257, "cinic10": 90000, "mnist5k": 4000,
                  "digits": 1438}
-
-
-def check_config(config: dict) -> None:
-    """Raise ConfigError naming the first key whose value cannot run."""
-    check_names(config)
-    check_finite(config)
-    check_entries(config)
-    check_combinations(config)
-    check_reports(config)
 
 
 def schema_problem(error) -> str:
@@ -85,20 +76,31 @@ def check_finite(value, key: str = "config") -> None:
 # ---------------------------------------------------------------- entries and their cross-references
 
 
-def check_entries(config: dict) -> None:
+@dataclass(frozen=True)
+class Entries:
+    """Every entry of a config resolved once, every default filled in: the settings jobs receive."""
+
+    execution: ExecutionOptions
+    partitions: dict[str, dict]  # name -> the partition job's spec (fedavail.plan.config.partition_spec)
+    traces: dict[str, dict]  # name -> the trace job's spec (trace_spec)
+    algorithms: dict[str, AlgorithmOptions]
+    local: dict[str, dict[str, dict]]  # experiment -> algorithm -> its training.local (local_spec)
+
+
+def resolve_entries(config: dict) -> Entries:
     """Raise ConfigError naming the first key of a partition, trace, algorithm, experiment or the execution block
-    that cannot run, or a cross-reference that names nothing."""
-    _typed(ExecutionOptions, config.get("execution", {}), "execution")
+    that cannot run, or a cross-reference that names nothing; else every entry resolved."""
+    execution = _typed(ExecutionOptions, config.get("execution", {}), "execution")
+    partitions = {}
     for name, spec in config["partitions"].items():
         if spec.get("dataset") not in DATASETS:
             raise ConfigError(f"partitions.{name}.dataset: {shorten(spec.get('dataset'))} is not one of {DATASETS}")
-        _wrap(f"partitions.{name}", resolve_partition, without(spec, "dataset"))
-    for name in config["traces"]:
-        _check_trace(config, name)
-    for name, spec in config["algorithms"].items():
-        _wrap(f"algorithms.{name}", resolve_algorithm, spec["algorithm"], without(spec, "algorithm", "lr"))
-    for name in config["experiments"]:
-        _check_experiment(config, name)
+        partitions[name] = _wrap(f"partitions.{name}", partition_spec, config, name)
+    traces = {name: _resolve_trace(config, name) for name in config["traces"]}
+    algorithms = {name: _wrap(f"algorithms.{name}", resolve_algorithm, spec["algorithm"],
+                              without(spec, "algorithm", "lr")) for name, spec in config["algorithms"].items()}
+    local = {name: _resolve_experiment(config, name, traces) for name in config["experiments"]}
+    return Entries(execution, partitions, traces, algorithms, local)
 
 
 def _wrap(key: str, validate, *args):
@@ -109,18 +111,20 @@ def _wrap(key: str, validate, *args):
         raise ConfigError(f"{key}: {error}") from error
 
 
-def _check_trace(config: dict, name: str) -> None:
+def _resolve_trace(config: dict, name: str) -> dict:
     key, spec = f"traces.{name}", config["traces"][name]
-    _wrap(key, trace_spec, config, name)
+    resolved = _wrap(key, trace_spec, config, name)
     if TRACE_MODELS[spec["model"]].NEEDS_PARTITION:
         if spec.get("partition") not in config["partitions"]:
             raise ConfigError(f"{key}.partition: model {spec['model']!r} needs a partition defined under "
                               f"'partitions' (got {shorten(spec.get('partition'))})")
     elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
         raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
+    return resolved
 
 
-def _check_experiment(config: dict, name: str) -> None:
+def _resolve_experiment(config: dict, name: str, traces: dict[str, dict]) -> dict[str, dict]:
+    """The experiment checked; each of its algorithms' training.local block, resolved."""
     key, experiment = f"experiments.{name}", config["experiments"][name]
     _typed(ExperimentOptions, experiment, key)
     for ref, table in (("partition", "partitions"), ("trace", "traces")):
@@ -131,20 +135,22 @@ def _check_experiment(config: dict, name: str) -> None:
             raise ConfigError(f"{key}.algorithms: {shorten(algorithm)} is not defined under 'algorithms'")
     training = _typed(TrainingOptions, experiment["training"], f"{key}.training")
     _typed(AugmentationOptions, training.augmentation, f"{key}.training.augmentation")
+    local = {}
     for algorithm in experiment["algorithms"]:
         try:
-            local_spec(config, name, algorithm)
+            local[algorithm] = local_spec(config, name, algorithm)
         except ValueError as error:
             raise ConfigError(f"{error} (algorithm {algorithm!r})") from error
     trace = config["traces"][experiment["trace"]]
     if trace["rounds"] < training.rounds:
         raise ConfigError(f"{key}.training.rounds: {training.rounds} rounds, but trace {experiment['trace']!r} has "
                           f"only {trace['rounds']}")
-    trace_clients = trace_spec(config, experiment["trace"])["num_clients"]
+    trace_clients = traces[experiment["trace"]]["num_clients"]
     partition_clients = config["partitions"][experiment["partition"]].get("num_clients")
     if partition_clients is not None and trace_clients != partition_clients:
         raise ConfigError(f"{key}: trace {experiment['trace']!r} has {trace_clients} clients, partition "
                           f"{experiment['partition']!r} has {partition_clients}")
+    return local
 
 
 def _typed(cls, values: dict, where: str):
@@ -165,22 +171,20 @@ def _typed(cls, values: dict, where: str):
 # ---------------------------------------------------------------- settings that cannot run together
 
 
-def check_combinations(config: dict) -> None:
+def check_combinations(config: dict, entries: Entries) -> None:
     for name, partition in config["partitions"].items():
         samples = TRAIN_SAMPLES.get(partition["dataset"])
         clients = partition.get("num_clients")
         if samples is not None and clients is not None and clients > samples:
             raise ConfigError(f"partitions.{name}.num_clients: {clients} clients, but {partition['dataset']} has "
                               f"only {samples} training samples")
-    for name in config["traces"]:
-        _check_trace_combinations(config, name)
-    options = {name: resolve_algorithm(spec["algorithm"], without(spec, "algorithm", "lr"))
-               for name, spec in config["algorithms"].items()}
+    for name, trace in entries.traces.items():
+        _check_trace_combinations(config, name, trace)
     for name, experiment in config["experiments"].items():
         _check_batch_size(config, name, experiment)
-        trace = trace_spec(config, experiment["trace"])
+        trace = entries.traces[experiment["trace"]]
         for algorithm in experiment["algorithms"]:
-            _check_algorithm_on_trace(name, experiment["trace"], trace, algorithm, options[algorithm])
+            _check_algorithm_on_trace(name, experiment["trace"], trace, algorithm, entries.algorithms[algorithm])
 
 
 def _check_batch_size(config: dict, name: str, experiment: dict) -> None:
@@ -192,8 +196,7 @@ def _check_batch_size(config: dict, name: str, experiment: dict) -> None:
                           f"{dataset} has only {samples} training samples; lower it")
 
 
-def _check_trace_combinations(config: dict, name: str) -> None:
-    spec = trace_spec(config, name)
+def _check_trace_combinations(config: dict, name: str, spec: dict) -> None:
     if spec["num_clients"] is not None:
         try:
             check_trace_for(spec, spec["num_clients"])
@@ -220,13 +223,12 @@ def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, alg
                           f"(experiment {experiment!r})")
 
 
-
 # ---------------------------------------------------------------- reports
 
 
-def check_reports(config: dict) -> None:
-    """The `reports:` section (fedavail.plan.reports): kinds, keys and the experiments they read."""
+def parse_checked_reports(config: dict) -> dict[str, Report]:
+    """The `reports:` section (fedavail.plan.reports) parsed: kinds, keys and the experiments they read."""
     try:
-        parse_reports(config)
+        return parse_reports(config)
     except (ValueError, TypeError) as error:
         raise ConfigError(str(error)) from error

@@ -1,13 +1,14 @@
-"""A config's jobs and the settings each depends on (its spec, every default filled in, so a changed default is a
-changed job), the datasets it may name, and ConfigError, the error every config check raises (fedavail.plan.checks)."""
+"""The resolvers of a config's entries into the specs its jobs depend on (every default filled in, so a changed
+default is a changed job; fedavail.plan.plan calls each once per entry), a run, the datasets a config may name, and
+ConfigError, the error every config check raises (fedavail.plan.checks)."""
 
 import json
 from dataclasses import dataclass
 
-from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.local import resolve_local
+from fedavail.plan.paths import RUN_DIR, path
 from fedavail.plan.partitions import full_partition_spec
-from fedavail.plan.traces import TRACE_MODELS, full_trace_spec
+from fedavail.plan.traces import full_trace_spec
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
 PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf", "shakespeare_leaf_json")
@@ -70,22 +71,6 @@ def trace_spec(config: dict, name: str) -> dict:
     return full_trace_spec(spec)
 
 
-def algorithm_spec(config: dict, name: str) -> dict:
-    """Algorithm entry `name` as a job receives it: `algorithm` and every hyperparameter, defaults filled in (its
-    `lr` belongs to the local optimisation block)."""
-    entry = without(config["algorithms"][name], "lr")
-    options = resolve_algorithm(entry["algorithm"], without(entry, "algorithm"))
-    return {"algorithm": entry["algorithm"], **{key: getattr(options, key) for key in options.hyperparameters()}}
-
-
-def trace_needs_partition(config: dict, name: str) -> bool:
-    return TRACE_MODELS[config["traces"][name]["model"]].NEEDS_PARTITION
-
-
-def dataset_spec(config: dict, name: str) -> dict:
-    return dict(config.get("datasets", {}).get(name, {}))
-
-
 @dataclass(frozen=True)
 class Run:
     experiment: str
@@ -94,7 +79,7 @@ class Run:
 
     @property
     def directory(self) -> str:
-        return f"results/runs/{self.experiment}/{self.algorithm}/seed{self.seed}"
+        return path(RUN_DIR, experiment=self.experiment, algorithm=self.algorithm, seed=self.seed)
 
 
 def experiment_seeds(config: dict, experiment: str) -> list[int]:
@@ -102,22 +87,8 @@ def experiment_seeds(config: dict, experiment: str) -> list[int]:
     return config["experiments"][experiment].get("seeds", config["seeds"])
 
 
-def runs(config: dict, experiment: str | None = None) -> list[Run]:
-    names = [experiment] if experiment else list(config["experiments"])
-    return [Run(e, a, s) for e in names for a in config["experiments"][e]["algorithms"]
-            for s in experiment_seeds(config, e)]
-
-
 def local_spec(config: dict, experiment: str, algorithm: str) -> dict:
     """The run's local optimisation settings, resolved: the experiment's `training.local` with the algorithm's lr."""
     training = config["experiments"][experiment]["training"]
     lr = config["algorithms"][algorithm].get("lr")
     return resolve_local(training.get("local"), lr, f"experiments.{experiment}.training.local").as_dict()
-
-
-def run_spec(config: dict, experiment: str, algorithm: str, seed: int) -> dict:
-    """Exactly what one training job depends on: its experiment's training settings with the local optimisation
-    block resolved for this algorithm, its algorithm's hyperparameters, its seed."""
-    training = {**config["experiments"][experiment]["training"], "local": local_spec(config, experiment, algorithm)}
-    return {"experiment": experiment, "algorithm_id": algorithm, "seed": int(seed), "training": training,
-            "algorithm": algorithm_spec(config, algorithm)}

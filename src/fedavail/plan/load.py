@@ -1,5 +1,5 @@
 """Loading a config: its files read strictly, merged in order, grids and sets expanded. load_config is the entry point
-the Snakefile, the benchmarks and the tests share; fedavail.plan.checks.check_config then checks what it returns.
+the Snakefile, the benchmarks and the tests share; fedavail.plan.plan.build_plan then checks what it returns.
 
 Strict reading: a key given twice in one mapping is an error (not "the later one wins"), and numbers in scientific
 notation (1e-3, 1.0e6, 5E+2) are numbers. PyYAML follows YAML 1.1, which reads those as strings; this loader resolves

@@ -22,6 +22,7 @@ from typing import Literal
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
 from fedavail.plan.config import experiment_seeds
 from fedavail.plan.options import Registry
+from fedavail.plan.paths import EXPERIMENT_DIR, REPORT_DIR, RUN_DIR, path
 from fedavail.plan.traces import TRACE_MODELS
 
 # What an experiment is, in the words the tables, figures and published values use (fedavail.report.frame columns).
@@ -29,7 +30,6 @@ ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds
               "period", "low", "p", "distribution", "window", "inner")
 Attribute = Literal[ATTRIBUTES]
 EvalModel = Literal["local_mean", "global"]
-RUNS_FRAME = "results/runs.parquet"
 # Every report kind by its `kind` name; what builds each is registered against the same name in
 # fedavail.report.build (BUILDERS).
 KINDS = Registry("kind")
@@ -508,13 +508,13 @@ def attributes(experiment: str, partition: dict, trace: dict, training: dict) ->
 
 
 def experiment_outputs(experiment: str) -> dict[str, str]:
-    folder = f"results/experiments/{experiment}"
+    folder = path(EXPERIMENT_DIR, experiment=experiment)
     return {"md": f"{folder}/table.md", "csv": f"{folder}/table.csv", "png": f"{folder}/accuracy.png"}
 
 
 def report_outputs(name: str, report: Report) -> dict[str, str]:
     """Every file of the report (rules report_table, report_figure and report_paper write them)."""
-    folder = f"results/reports/{name}"
+    folder = path(REPORT_DIR, report=name)
     if report.SHAPE == "figure":
         return {"png": f"{folder}/figure.png", "pdf": f"{folder}/figure.pdf", "csv": f"{folder}/figure.csv"}
     paths = {"md": f"{folder}/table.md", "tex": f"{folder}/table.tex", "csv": f"{folder}/table.csv"}
@@ -562,5 +562,5 @@ def runs_job(config: dict) -> dict:
 
 
 def run_dirs(job: dict) -> list[str]:
-    return [f"results/runs/{e}/{a}/seed{s}" for e, info in job["experiments"].items() for a in info["algorithms"]
-            for s in info["seeds"]]
+    return [path(RUN_DIR, experiment=e, algorithm=a, seed=s) for e, info in job["experiments"].items()
+            for a in info["algorithms"] for s in info["seeds"]]

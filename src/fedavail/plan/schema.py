@@ -6,7 +6,7 @@ report kinds).
 The workflow validates with snakemake's set_default, so the schema states defaults exactly where jobs read the config
 as it is: execution, training and training.augmentation. Every other block's defaults are filled in by the plan
 layer when a job's spec is resolved, and the value bounds of every setting are checked there
-(fedavail.plan.checks.check_config, with messages that name the key); the schema bounds only what no dataclass
+(fedavail.plan.plan.build_plan, with messages that name the key); the schema bounds only what no dataclass
 declares: the seeds, the dataset options and an algorithm entry's own lr."""
 
 import types

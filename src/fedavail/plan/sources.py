@@ -11,6 +11,7 @@ import hashlib
 from pathlib import Path
 
 from fedavail.plan.algorithms import resolve_algorithm
+from fedavail.plan.algorithms.base import AlgorithmOptions
 
 PACKAGE = Path(__file__).resolve().parents[1]
 TRAINING_ROOT = "fedavail.train"
@@ -54,11 +55,16 @@ def imported_by(*roots: str) -> set[str]:
     return seen
 
 
-def run_algorithms(algorithm_spec: dict) -> tuple[str, ...]:
-    """The algorithms a run of this algorithm entry (`algorithm` and its hyperparameters) executes, sorted."""
-    name = algorithm_spec["algorithm"]
-    options = resolve_algorithm(name, {k: v for k, v in algorithm_spec.items() if k not in ("algorithm", "lr")})
+def executed_algorithms(name: str, options: AlgorithmOptions) -> tuple[str, ...]:
+    """The registered algorithms a run of algorithm `name` with these options executes, sorted."""
     return tuple(sorted({name, *options.composed_algorithms()}))
+
+
+def run_algorithms(algorithm_spec: dict) -> tuple[str, ...]:
+    """executed_algorithms of a run spec's `algorithm` block (the training job reads its own spec)."""
+    name = algorithm_spec["algorithm"]
+    return executed_algorithms(name, resolve_algorithm(name, {k: v for k, v in algorithm_spec.items()
+                                                              if k not in ("algorithm", "lr")}))
 
 
 def training_sources(algorithms: tuple[str, ...]) -> list[Path]:

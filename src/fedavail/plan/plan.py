@@ -1,0 +1,88 @@
+"""The Plan: a checked config with every entry resolved once, and the runs and job specs derived from it. The
+Snakefile builds one (fedavail.plan.load.load_plan) and every rule reads its jobs' specs from it; a job passes its
+spec on the command line, and the stages run what the spec says (the trainer, each run's summary.json, which the
+reports read)."""
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.checks import (check_combinations, check_finite, check_names, parse_checked_reports,
+                                  resolve_entries)
+from fedavail.plan.config import Run
+from fedavail.plan.experiments import ExecutionOptions
+from fedavail.plan.reports import Report
+from fedavail.plan.sources import executed_algorithms, training_code_sha256
+from fedavail.plan.traces import TRACE_MODELS
+
+
+@dataclass(frozen=True)
+class ExperimentPlan:
+    partition: str
+    trace: str
+    algorithms: tuple[str, ...]
+    seeds: tuple[int, ...]  # its own, else the config's
+    training: dict  # the experiment's training block, as the schema filled it in
+    local: dict[str, dict]  # algorithm -> its training.local, resolved with the algorithm's own lr
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the jobs of a config depend on. `config` is the checked config (grids expanded, the schema's
+    defaults filled in): the report jobs' specs quote its entries as written."""
+
+    config: dict
+    execution: ExecutionOptions
+    datasets: dict[str, dict]  # name -> the prepare job's spec
+    partitions: dict[str, dict]  # name -> the partition job's spec
+    traces: dict[str, dict]  # name -> the trace job's spec
+    algorithm_options: dict[str, AlgorithmOptions]
+    experiments: dict[str, ExperimentPlan]
+    reports: dict[str, Report]
+
+    @cached_property
+    def algorithms(self) -> dict[str, dict]:
+        """name -> the algorithm as a training job receives it: `algorithm` and every hyperparameter (its `lr` is in
+        the run's training.local)."""
+        return {name: {"algorithm": self.config["algorithms"][name]["algorithm"],
+                       **{key: getattr(options, key) for key in options.hyperparameters()}}
+                for name, options in self.algorithm_options.items()}
+
+    def training_code_sha256(self, algorithm: str) -> str:
+        """The hash of the code a run of entry `algorithm` executes (fedavail.plan.sources)."""
+        name = self.config["algorithms"][algorithm]["algorithm"]
+        return training_code_sha256(executed_algorithms(name, self.algorithm_options[algorithm]))
+
+    def trace_partition(self, trace: str) -> str | None:
+        """The partition whose class mixes trace `trace` reads, if its model reads one."""
+        spec = self.traces[trace]
+        return spec["partition"] if TRACE_MODELS[spec["model"]].NEEDS_PARTITION else None
+
+    def runs(self, experiment: str | None = None) -> list[Run]:
+        names = [experiment] if experiment else list(self.experiments)
+        return [Run(e, a, s) for e in names for a in self.experiments[e].algorithms for s in self.experiments[e].seeds]
+
+    def run_spec(self, experiment: str, algorithm: str, seed: int) -> dict:
+        """Exactly what one training run depends on: its experiment's training settings with the local optimisation
+        block resolved for this algorithm, the algorithm's hyperparameters, its seed."""
+        plan = self.experiments[experiment]
+        return {"experiment": experiment, "algorithm_id": algorithm, "seed": int(seed),
+                "training": {**plan.training, "local": plan.local[algorithm]}, "algorithm": self.algorithms[algorithm]}
+
+
+def build_plan(config: dict) -> Plan:
+    """`config` (grids expanded, validated against the schema) checked and resolved: raise ConfigError naming the
+    first key whose value cannot run (fedavail.plan.checks)."""
+    check_names(config)
+    check_finite(config)
+    entries = resolve_entries(config)
+    check_combinations(config, entries)
+    reports = parse_checked_reports(config)
+    experiments = {name: ExperimentPlan(spec["partition"], spec["trace"], tuple(spec["algorithms"]),
+                                        tuple(spec.get("seeds", config["seeds"])), spec["training"],
+                                        entries.local[name])
+                   for name, spec in config["experiments"].items()}
+    datasets = {name: dict((config.get("datasets") or {}).get(name, {}))
+                for name in {spec["dataset"] for spec in config["partitions"].values()}}
+    return Plan(config, entries.execution, datasets, entries.partitions, entries.traces, entries.algorithms,
+                experiments, reports)

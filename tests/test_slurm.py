@@ -80,9 +80,11 @@ def test_training_jobs_ask_slurm_for_a_gpu_cpus_memory_and_time_from_the_rounds(
     resources = _train_resources(workdir)
     assert resources["gpu"] == 1 and resources["cpus_per_gpu"] == 1
     assert resources["runtime"] == 13  # 10 min + 15 rounds x execution.seconds_per_round (10 s), rounded up
-    # A dry run leaves input-sized resources to be determined (the real-cluster test checks the memory asked for).
-    assert resources["mem_mb"] == "<TBD>"
-    resources["mem_mb"] = 3100
+    # Memory from the job's inputs, which the finished run has: 3000 MB + 4 x their size (common.smk, train_mem_mb).
+    input_mb = [sum((workdir / name).stat().st_size for name in ("data/prepared/mnist5k.pt",
+                f"data/partitions/mnist5k_dir0.5/seed{seed}.npz", f"data/traces/stationary/seed{seed}.npz")) / 2**20
+                for seed in (0, 1)]
+    assert resources["mem_mb"] in {int(3000 + 4 * size) for size in input_mb}
 
     class Resources(dict):
         __getattr__ = dict.__getitem__

@@ -506,6 +506,28 @@ def test_every_kind_writes_its_files(tmp_path, monkeypatch):
     assert len(q) == 2 * len(config["seeds"]) * ROUNDS and set(q["q"]) == {0.3} and set(q["q_signal"]) == {0.7}
 
 
+@pytest.mark.parametrize("kind", ["curves", "experiment"])
+def test_a_figure_job_imports_no_seaborn_and_no_scipy(tmp_path, kind):
+    """`fedavail report` draws its figures with matplotlib alone: seaborn, which imports scipy.stats, took about a
+    second of every figure job's start-up."""
+    config = config_with({"e": ("svhn", "sine", 0.3, 0.1, ["avg", "swe"])}, ALGS,
+                         {"cur": {"kind": "curves", "experiments": ["e"], "sample_every": 10}})
+    dirs = [write_run(tmp_path, "e", algorithm, seed, lambda t, s=seed: min(0.9, t / 80 + 0.02 * s))
+            for algorithm in ("avg", "swe") for seed in config["seeds"]]
+    if kind == "curves":
+        job = reports.report_job(config, "cur")
+        outputs = reports.report_outputs("cur", reports.parse_report("cur", config["reports"]["cur"], config))
+    else:
+        job, outputs = reports.experiment_job(config, "e"), reports.experiment_outputs("e")
+    argv = ["report", "--spec", fc.as_json(job), "--run-dirs", *map(str, dirs),
+            "--out", *(f"{key}={tmp_path / path}" for key, path in outputs.items())]
+    code = ("import json, sys; from fedavail.cli import main; main(json.loads(sys.argv[1])); "
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'seaborn', 'scipy'})))")
+    result = subprocess.run([sys.executable, "-c", code, json.dumps(argv)], check=True, capture_output=True, text=True)
+    assert json.loads(result.stdout.splitlines()[-1]) == []
+    assert (tmp_path / outputs["png"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_fast_q_takes_only_adaptive_fast():
     config = _all_kinds_config()
     with pytest.raises(ValueError, match="'avg' \\(in 's1'\\) is not adaptive FAST"):

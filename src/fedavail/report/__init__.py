@@ -2,7 +2,7 @@
 
 - frame.py: the tidy frame (one row per run × round, settings as columns), the report's view of it (scored model,
   labels, groups, order) and the statistics (last-N window, last k values, Ratio, sampled curves, mean ± std over seeds)
-- tables.py: the table kinds and the per-experiment table; figures.py: the figure kinds (seaborn)
+- tables.py: the table kinds and the per-experiment table; figures.py: the figure kinds (matplotlib)
 - claims.py: the papers' claims evaluated on the runs (parsed by fedavail.plan.claim_parsing)
 - build.py: one report job (`fedavail report`): load, build, write Markdown/LaTeX/CSV, PNG/PDF/CSV or parquet
 - compare.py + paper_values.csv: the published numbers of FedSWE Tables 2, 7, 8, 9 and the FAST text, beside ours

@@ -1,7 +1,8 @@
-"""The figure kinds (seaborn, bands and error bars of ± one standard deviation over seeds), each returned with the
+"""The figure kinds (matplotlib, bands and error bars of ± one standard deviation over seeds), each returned with the
 numbers it plots; every one a filter and groupby of the report's view of the tidy frame (fedavail.report.frame.view),
 except the exact toy examples, which read no runs."""
 
+from itertools import cycle, product
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,12 @@ PERCENT_METRICS = ("test_acc", "train_acc", "local_acc", "test_acc_local_mean")
 METRIC_WORDS = {"test_acc": "test accuracy", "train_acc": "train accuracy", "local_acc": "local training accuracy",
                 "test_loss": "test loss", "train_loss": "train loss", "local_loss": "local training loss",
                 "consensus_error": "consensus error (1/m) Σ‖x_i − x̄‖²"}
+# A white background under a light grid, no tick marks, text a little larger than matplotlib's (seaborn's "whitegrid"
+# style in its "paper" context at font scale 1.1, which the figures were first drawn with)
+STYLE = {"axes.facecolor": "white", "axes.grid": True, "axes.axisbelow": True, "axes.edgecolor": ".8",
+         "grid.color": ".8", "xtick.bottom": False, "ytick.left": False, "font.size": 10.5, "axes.labelsize": 10.5,
+         "axes.titlesize": 10.5, "legend.title_fontsize": 10.5, "legend.fontsize": 9.5, "xtick.labelsize": 9.5,
+         "ytick.labelsize": 9.5, "lines.linewidth": 1.2, "lines.markersize": 4.8}
 
 
 def _plt():
@@ -23,15 +30,79 @@ def _plt():
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
-    return plt, sns
+    plt.rcParams.update(STYLE)
+    return plt
 
 
 def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1):
-    plt, _ = _plt()
-    return plt.subplots(rows, max(1, count), figsize=(width * max(1, count), height * rows), squeeze=False)
+    return _plt().subplots(rows, max(1, count), figsize=(width * max(1, count), height * rows), squeeze=False)
+
+
+def _levels(labels) -> list:
+    """The distinct labels in order of first appearance, missing ones left out."""
+    return list(pd.unique(pd.Series(labels).dropna()))
+
+
+def _tab10(labels) -> dict:
+    """A colour of matplotlib's tab10 cycle per label, in order of first appearance."""
+    import matplotlib
+
+    return dict(zip(_levels(labels), cycle(matplotlib.colormaps["tab10"].colors)))
+
+
+def _dashes(level: int):
+    """The line style of the level-th style group: solid, then a dash followed by level − 1 dots."""
+    return "-" if level == 0 else (0, (4, 1.5) + (1, 1.5) * (level - 1))
+
+
+def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None, style: str | None = None,
+                 aggregate: bool = True, spread: str = "band", legend: bool = True, **line) -> None:
+    """One line of `y` against `x` per (hue, style) group of `data`: a tab10 colour per hue level and a dash pattern
+    per style level, levels in order of first appearance. With `aggregate`, the line is the mean over the group's rows
+    at each x and `spread` ("band" or "bars") shows ± one standard deviation (ddof 1, none at an x with one row);
+    without it, the rows themselves. Rows with x or y missing or infinite are left out. `legend` adds an entry per hue
+    level (its colour) and per style level (its dashes; grey under a hue), each part headed by its column when both
+    are used. This is the picture seaborn's lineplot drew (errorbar="sd", or estimator=None), which the figures were
+    first drawn with."""
+    line = {"markeredgewidth": 0.75, "markeredgecolor": "w", **line}
+    colours = _tab10(data[hue] if hue else [""])  # without hue, one group in the first colour
+    styles = {level: _dashes(i) for i, level in enumerate(_levels(data[style] if style else [""]))}
+    rows = data[[c for c in (x, y, hue, style) if c]].replace([np.inf, -np.inf], np.nan).dropna()
+    if not pd.api.types.is_numeric_dtype(rows[x]):  # categories along x in order of first appearance
+        rows = rows.assign(**{x: pd.Categorical(rows[x], categories=pd.unique(rows[x]), ordered=True)})
+        ax.xaxis.update_units(list(rows[x].cat.categories))
+    for (level, colour), (kind, dashes) in product(colours.items(), styles.items()):
+        selected = np.ones(len(rows), dtype=bool)
+        for column, value in ((hue, level), (style, kind)):
+            if column:
+                selected &= (rows[column] == value).to_numpy()
+        part = rows[selected]
+        if not len(part):
+            continue
+        if not aggregate:
+            part = part.sort_values(x)
+            ax.plot(part[x], part[y], color=colour, linestyle=dashes, **line)
+            continue
+        stats = part.groupby(x, observed=True)[y].agg(["mean", "std"])
+        ax.plot(stats.index, stats["mean"], color=colour, linestyle=dashes, **line)
+        if spread == "band":
+            ax.fill_between(stats.index, stats["mean"] - stats["std"], stats["mean"] + stats["std"], color=colour,
+                            alpha=0.2, linewidth=0)
+        else:
+            ax.errorbar(stats.index, stats["mean"], yerr=stats["std"], linestyle="", color=colour)
+    if not legend:
+        return
+    if hue:
+        if style:  # a two-part legend: each part headed by its column
+            ax.plot([], [], visible=False, label=hue)
+        for level, colour in colours.items():
+            ax.plot([], [], color=colour, label=str(level), **line)
+    if style:
+        if hue:
+            ax.plot([], [], visible=False, label=style)
+        for level, dashes in styles.items():
+            ax.plot([], [], color=".2" if hue else colours[""], linestyle=dashes, label=str(level), **line)
 
 
 def metric_label(metric: str) -> str:
@@ -66,7 +137,6 @@ def _legend_labels(frame: pd.DataFrame) -> pd.Series:
 @BUILDERS.add("curves", "consensus")
 def curves(job: dict, frame: pd.DataFrame):
     """Per experiment, `metric` against the round: the mean over seeds and a band of ± one std (Figs. 6, 7, 10)."""
-    _, sns = _plt()
     s = job["report"]
     scale = 100.0 if s["metric"] in PERCENT_METRICS else 1.0
     values = tidy.sampled(frame, s["metric"], s["sample_every"]).merge(
@@ -76,7 +146,7 @@ def curves(job: dict, frame: pd.DataFrame):
     for ax, experiment in zip(axes[0], s["experiments"]):
         part = values[values["experiment"] == experiment]
         if len(part):
-            sns.lineplot(data=part, x="round", y="value", hue="legend", errorbar="sd", ax=ax, lw=1.4)
+            _group_lines(ax, part, "round", "value", hue="legend", lw=1.4)
             ax.legend(title="algorithm", fontsize=7, loc="best")
         if s["log_y"]:
             ax.set_yscale("log")
@@ -90,7 +160,6 @@ def curves(job: dict, frame: pd.DataFrame):
 def k_sweep(job: dict, frame: pd.DataFrame):
     """Figs. 8/9 and 11/12: final test accuracy (last-N average) and rounds to reach a target accuracy against k;
     one line for the reported model and, for local-copy algorithms, one for the server model x^t."""
-    _, sns = _plt()
     s = job["report"]
     parameter, target = s["parameter"], s["target"]
     finals = tidy.window_mean(frame, "test_acc", s["last_n"])
@@ -105,9 +174,11 @@ def k_sweep(job: dict, frame: pd.DataFrame):
     for column, experiment in enumerate(s["experiments"]):
         part = runs[runs["experiment"] == experiment]
         top, bottom = axes[0][column], axes[1][column]
-        sns.lineplot(data=part, x=parameter, y="accuracy", style="model", marker="o", errorbar="sd", ax=top)
+        _group_lines(top, part, parameter, "accuracy", style="model", marker="o")
+        top.legend(title="model")
         if part["reached"].notna().any():
-            sns.lineplot(data=part, x=parameter, y="reached", style="model", marker="s", errorbar="sd", ax=bottom)
+            _group_lines(bottom, part, parameter, "reached", style="model", marker="s")
+            bottom.legend(title="model")
             bottom.set_yscale("symlog", linthresh=1.0)
         else:
             bottom.text(0.5, 0.5, f"no run reached {100 * target:g}%", ha="center", va="center",
@@ -132,7 +203,6 @@ def k_sweep(job: dict, frame: pd.DataFrame):
 def grid(job: dict, frame: pd.DataFrame):
     """Fig. 3: train and test accuracy (last-N average, mean ± std over seeds) against attribute x, one line per
     hue (and per algorithm when there are several)."""
-    _, sns = _plt()
     s = job["report"]
     x, hue = s["x"], s["hue"]
     runs = frame.drop_duplicates(tidy.RUN)[[*tidy.RUN, "label", x, hue]]
@@ -143,8 +213,8 @@ def grid(job: dict, frame: pd.DataFrame):
     fig, axes = _panels(2)
     many = values["algorithm"].nunique() > 1
     for ax, metric in zip(axes[0], ("train_acc", "test_acc")):
-        sns.lineplot(data=values[values["metric"] == metric], x=x, y="value", hue="series", marker="o",
-                     style="label" if many else None, errorbar="sd", err_style="bars", ax=ax)
+        _group_lines(ax, values[values["metric"] == metric], x, "value", hue="series", style="label" if many else None,
+                     spread="bars", marker="o")
         ax.legend(title=hue, fontsize=8)
         ax.set(xlabel=attribute_label(x, "").rstrip(" =") or x, ylabel=metric_label(metric),
                title=f"{metric_label(metric).removesuffix(' (%)')}, last {s['last_n']} rounds")
@@ -156,7 +226,6 @@ def grid(job: dict, frame: pd.DataFrame):
 def fast_ratio(job: dict, frame: pd.DataFrame):
     """FAST: test accuracy (the last `last` evaluations, mean ± std) against Ratio, one panel per experiment;
     algorithms without snapshot rounds sit at Ratio = 100%."""
-    _, sns = _plt()
     s = job["report"]
     keys = ["experiment", "algorithm"]
     accuracy = tidy.over_seeds(tidy.last_values(frame, "test_acc", s["last"]), keys, 100)
@@ -165,7 +234,7 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
         accuracy.rename(columns={"mean": "acc_mean", "std": "acc_std"})[[*keys, "acc_mean", "acc_std"]], on=keys,
         how="left").merge(ratio.rename(columns={"mean": "ratio"})[[*keys, "ratio"]], on=keys, how="left")
     data = data.assign(snapshots=np.isfinite(data["ratio"]), ratio=data["ratio"].fillna(100.0))
-    colors = dict(zip(data["label"].unique(), sns.color_palette("tab10", data["label"].nunique())))
+    colors = _tab10(data["label"])
     fig, axes = _panels(len(s["experiments"]))
     for ax, experiment in zip(axes[0], s["experiments"]):
         for r in data[data["experiment"] == experiment].itertuples():
@@ -182,7 +251,6 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
 def fast_q(job: dict, frame: pd.DataFrame):
     """Adaptive FAST: q_t (top) and its signal acc_t (bottom) against the round, one line per seed (a mean over seeds
     would hide a seed whose q never leaves 0), snapshot rounds marked, one column per experiment."""
-    _, sns = _plt()
     s = job["report"]
     columns = [c for c in ("q", "q_signal", "snapshot") if c in frame]
     data = frame[[*tidy.RUN, "label", "round", *columns]].reset_index(drop=True)
@@ -192,9 +260,9 @@ def fast_q(job: dict, frame: pd.DataFrame):
                                                             seed=lambda d: d["seed"].astype(str))
         top, bottom = axes[0][column], axes[1][column]
         if len(part):
-            sns.lineplot(data=part, x="round", y="q", hue="label", style="seed", ax=top, lw=1.0, estimator=None)
-            sns.lineplot(data=part, x="round", y="signal", hue="label", style="seed", ax=bottom, lw=0.8,
-                         estimator=None, legend=False)
+            _group_lines(top, part, "round", "q", hue="label", style="seed", aggregate=False, lw=1.0)
+            _group_lines(bottom, part, "round", "signal", hue="label", style="seed", aggregate=False, legend=False,
+                         lw=0.8)
             shots = part[part["snapshot"] == 1] if "snapshot" in part else part.iloc[0:0]
             top.scatter(shots["round"], shots["q"], marker="x", s=14, color="black", zorder=3, label="snapshot round")
             top.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -207,7 +275,6 @@ def fast_q(job: dict, frame: pd.DataFrame):
 def experiment_figure(job: dict, frame: pd.DataFrame):
     """An experiment's test accuracy against the round per algorithm, mean over seeds ± one std; an algorithm with
     diverged runs is labelled "† diverged: seed s at round r"."""
-    _, sns = _plt()
     described = tidy.describe_runs(frame)
     legend = {a: f"{a} † diverged: {d}" if d else a for a, d in zip(described["algorithm"], described["diverged"])}
     evaluated = frame.dropna(subset=["test_acc"]) if "test_acc" in frame else frame.iloc[0:0].assign(test_acc=[])
@@ -215,9 +282,11 @@ def experiment_figure(job: dict, frame: pd.DataFrame):
     fig, axes = _panels(1, width=7, height=4.5)
     ax = axes[0][0]
     if len(evaluated):
-        sns.lineplot(data=evaluated, x="round", y="test_acc", hue="algorithm", errorbar="sd", ax=ax)
-    for label in sorted(set(legend.values()) - set(evaluated["algorithm"])):
-        ax.plot([], [], linestyle="none", marker="x", label=f"{label} (never evaluated)")
+        _group_lines(ax, evaluated, "round", "test_acc", hue="algorithm")
+    never = sorted(set(legend.values()) - set(evaluated["algorithm"]))
+    colours = _tab10([*evaluated["algorithm"], *never])  # the colours after the evaluated algorithms'
+    for label in never:
+        ax.plot([], [], linestyle="none", marker="x", color=colours[label], label=f"{label} (never evaluated)")
     ax.legend(title="algorithm")
     ax.set(xlabel="round", ylabel="test accuracy (%)",
            title=f"{job['name']}: test accuracy of the server model per round (mean ± std over seeds)")
@@ -233,7 +302,6 @@ def toy_heterogeneity(job: dict, frame=None):
     u1, u2 = settings["u"]
     grid_values = np.linspace(0.0, 1.0, settings["resolution"])
     weightings = settings["weightings"]
-    plt, _ = _plt()
     fig, axes = _panels(len(weightings), width=4.8, height=4.0)
     records = []
     names = {"active": "FedAvg over active clients", "all": "FedAvg over all clients"}

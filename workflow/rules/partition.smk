@@ -5,10 +5,10 @@ rule partition:
     input:
         lambda w: prepared_file(PLAN.partitions[w.partition]["dataset"]),
     output:
-        npz=fp.PARTITION + ".npz",
-        stats=fp.PARTITION + ".csv",
+        npz=f"{fp.PARTITION}.npz",
+        stats=f"{fp.PARTITION}.csv",
         figure=report(
-            fp.PARTITION + ".png",
+            f"{fp.PARTITION}.png",
             caption="../report/partition.rst",
             category="Partitions",
             labels={"partition": "{partition}", "seed": "{seed}"},

@@ -12,13 +12,13 @@ rule report_table:
         unpack(report_inputs),
     output:
         md=report(
-            fp.REPORT_DIR + "/table.md",
+            f"{fp.REPORT_DIR}/table.md",
             caption="../report/report.rst",
             category="Reports",
             labels={"report": "{report}", "content": "ours"},
         ),
-        tex=fp.REPORT_DIR + "/table.tex",
-        csv=fp.REPORT_DIR + "/table.csv",
+        tex=f"{fp.REPORT_DIR}/table.tex",
+        csv=f"{fp.REPORT_DIR}/table.csv",
     log:
         "logs/reports/{report}/table.log",
     conda:
@@ -35,13 +35,13 @@ rule report_table:
 use rule report_table as report_paper with:
     output:
         paper_md=report(
-            fp.REPORT_DIR + "/paper.md",
+            f"{fp.REPORT_DIR}/paper.md",
             caption="../report/paper.rst",
             category="Reports",
             labels={"report": "{report}", "content": "paper vs ours"},
         ),
-        paper_tex=fp.REPORT_DIR + "/paper.tex",
-        paper_csv=fp.REPORT_DIR + "/paper.csv",
+        paper_tex=f"{fp.REPORT_DIR}/paper.tex",
+        paper_csv=f"{fp.REPORT_DIR}/paper.csv",
     log:
         "logs/reports/{report}/paper.log",
 
@@ -49,13 +49,13 @@ use rule report_table as report_paper with:
 use rule report_table as report_figure with:
     output:
         png=report(
-            fp.REPORT_DIR + "/figure.png",
+            f"{fp.REPORT_DIR}/figure.png",
             caption="../report/report.rst",
             category="Reports",
             labels={"report": "{report}", "content": "figure"},
         ),
-        pdf=fp.REPORT_DIR + "/figure.pdf",
-        csv=fp.REPORT_DIR + "/figure.csv",
+        pdf=f"{fp.REPORT_DIR}/figure.pdf",
+        csv=f"{fp.REPORT_DIR}/figure.csv",
     log:
         "logs/reports/{report}/figure.log",
 
@@ -63,14 +63,14 @@ use rule report_table as report_figure with:
 use rule report_table as report_experiment with:
     output:
         md=report(
-            fp.EXPERIMENT_DIR + "/table.md",
+            f"{fp.EXPERIMENT_DIR}/table.md",
             caption="../report/table.rst",
             category="Experiments",
             labels={"experiment": "{experiment}", "content": "table"},
         ),
-        csv=fp.EXPERIMENT_DIR + "/table.csv",
+        csv=f"{fp.EXPERIMENT_DIR}/table.csv",
         png=report(
-            fp.EXPERIMENT_DIR + "/accuracy.png",
+            f"{fp.EXPERIMENT_DIR}/accuracy.png",
             caption="../report/accuracy.rst",
             category="Experiments",
             labels={"experiment": "{experiment}", "content": "test accuracy per round"},

@@ -6,9 +6,9 @@ rule trace:
     input:
         unpack(trace_inputs),
     output:
-        npz=fp.TRACE + ".npz",
+        npz=f"{fp.TRACE}.npz",
         figure=report(
-            fp.TRACE + ".png",
+            f"{fp.TRACE}.png",
             caption="../report/trace.rst",
             category="Availability traces",
             labels={"trace": "{trace}", "seed": "{seed}"},

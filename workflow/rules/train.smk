@@ -10,8 +10,8 @@ if EXECUTION.seeds_per_job == 1:
         input:
             unpack(train_inputs),
         output:
-            metrics=fp.RUN_DIR + "/metrics.parquet",
-            summary=fp.RUN_DIR + "/summary.json",
+            metrics=f"{fp.RUN_DIR}/metrics.parquet",
+            summary=f"{fp.RUN_DIR}/summary.json",
         log:
             "logs/train/{experiment}/{algorithm}/seed{seed}.log",
         conda:

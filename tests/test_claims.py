@@ -52,7 +52,8 @@ def _write(tmp_path, seeds=SEEDS, diverged=(), rising=()):
             if (experiment, algorithm) in rising:  # still climbing 0.3 points a round at the end
                 test = lambda t, end=per_seed[seed]: end - 0.003 * (ROUNDS - 1 - t)  # noqa: E731
             dirs.append(write_run(tmp_path, experiment, algorithm, seed, test, extra=extra,
-                                  diverged_at=50 if (experiment, algorithm, seed) in diverged else None))
+                                  diverged_at=50 if (experiment, algorithm, seed) in diverged else None,
+                                  entry=FAST if algorithm == "ada" else ALGS[algorithm]))
     return dirs
 
 

@@ -13,16 +13,26 @@ import fedavail.plan.config as fc
 from fedavail.integrity import seal_summary
 from fedavail.plan import captions, reports
 from fedavail.plan.checks import parse_checked_reports
+from fedavail.plan.plan import build_plan
 from fedavail.report import build, compare, labels, render, tables
 from fedavail.report import frame as tidy
 
 ROUNDS = 100
 
 
+def run_spec(experiment, algorithm, seed, entry):
+    """The resolved spec fedavail.train writes into a run's summary.json (the reports read a run's settings there),
+    for algorithm entry `entry`."""
+    config = config_with({experiment: ("svhn", "stationary", None, 0.1, [algorithm])}, {algorithm: entry}, {},
+                         seeds=(seed,))
+    return build_plan(config).run_spec(experiment, algorithm, seed)
+
+
 def write_run(root, experiment, algorithm, seed, test, train=None, rounds=ROUNDS, eval_every=10, last_n=20,
-              diverged_at=None, extra=None, state_bytes=4000):
+              diverged_at=None, extra=None, state_bytes=4000, entry=None):
     """A run whose evaluated test accuracy at round t is test(t) (train(t) for train accuracy), evaluated like
-    fedavail.train: every eval_every rounds and every round of the last last_n; stopped after diverged_at."""
+    fedavail.train: every eval_every rounds and every round of the last last_n; stopped after diverged_at. `entry`:
+    its algorithm entry, ALGS[algorithm] by default."""
     rows = []
     stop = rounds if diverged_at is None else diverged_at + 1
     for t in range(stop):
@@ -38,7 +48,7 @@ def write_run(root, experiment, algorithm, seed, test, train=None, rounds=ROUNDS
     pd.DataFrame(rows).to_parquet(directory / "metrics.parquet")
     summary = {"experiment": experiment, "algorithm_id": algorithm, "seed": seed, "diverged_at": diverged_at,
                "state_bytes": state_bytes, "dimension": 1000, "wall_seconds": 2.0, "peak_memory_bytes": 2**20,
-               "rounds_completed": stop}
+               "rounds_completed": stop, "spec": run_spec(experiment, algorithm, seed, entry or ALGS[algorithm])}
     (directory / "summary.json").write_text(json.dumps(seal_summary(summary, directory / "metrics.parquet")))
     return directory
 
@@ -255,8 +265,8 @@ def test_fast_table_last5_and_ratio(tmp_path):
     dirs = []
     for seed in (0, 1):
         dirs.append(write_run(tmp_path, "fm_gamma", "fedavg", seed, test=lambda t, s=seed: 0.5 + 0.01 * s,
-                              last_n=1))
-        dirs.append(write_run(tmp_path, "fm_gamma", "ada", seed, test=lambda t: t / 100, last_n=1,
+                              last_n=1, entry=ALGS["avg"]))
+        dirs.append(write_run(tmp_path, "fm_gamma", "ada", seed, test=lambda t: t / 100, last_n=1, entry=fast,
                               extra={"snapshot": lambda t, s=seed: int(t < 10 * (s + 1)), "q": constant(0.1)}))
     config = config_with({"fm_gamma": ("fashion_mnist", "stationary", None, 0.05, ["fedavg", "ada"])},
                          {"fedavg": ALGS["avg"], "ada": fast},
@@ -279,8 +289,8 @@ def test_config_order_survives_the_sorted_json_spec(tmp_path):
     algorithms = {"zeta": ALGS["avg"], "alpha": ALGS["swe"], "mid": ALGS["all"]}
     experiments = {"z_exp": ("svhn", "sine", 0.3, 0.1, ["zeta", "alpha", "mid"]),
                    "a_exp": ("svhn", "sine", 0.2, 0.1, ["mid", "zeta"])}
-    dirs = [write_run(tmp_path, e, a, s, constant(0.5)) for e, (*_, algs) in experiments.items() for a in algs
-            for s in (0, 1)]
+    dirs = [write_run(tmp_path, e, a, s, constant(0.5), entry=algorithms[a]) for e, (*_, algs) in experiments.items()
+            for a in algs for s in (0, 1)]
     config = config_with(experiments, algorithms, {"f": {"kind": "fast_table", "experiments": ["z_exp", "a_exp"]}})
     job = json.loads(fc.as_json(reports.report_job(config, "f")))
     assert list(job["experiments"]) == ["a_exp", "z_exp"]  # what the rule's JSON does to mappings
@@ -313,7 +323,7 @@ def _diverged_before_evaluation(root, algorithm, seed):
     pd.DataFrame([{"round": 0, "participants": 3, "lr": 1e6, "local_loss": 6.5e19, "local_acc": 0.1}]).to_parquet(
         directory / "metrics.parquet")
     summary = {"experiment": "e", "algorithm_id": algorithm, "seed": seed, "diverged_at": 0, "state_bytes": 4000,
-               "dimension": 1000}
+               "dimension": 1000, "spec": run_spec("e", algorithm, seed, ALGS[algorithm])}
     (directory / "summary.json").write_text(json.dumps(seal_summary(summary, directory / "metrics.parquet")))
     return directory
 
@@ -362,8 +372,8 @@ def test_memory_table(tmp_path):
 
 
 def test_canonical_identities_read_the_resolved_hyperparameters():
-    def canonical(spec):
-        return labels.canonical(tidy.algorithm_settings(spec))
+    def canonical(entry):
+        return labels.canonical(tidy.algorithm_settings(run_spec("e", "a", 0, {**entry, "lr": 0.1})["algorithm"]))
 
     assert canonical({"algorithm": "fedswe", "k": 0}) == "fedswe_k0"
     assert canonical({"algorithm": "fedswe"}) == "fedswe_k100"  # the algorithm's own default k
@@ -481,7 +491,7 @@ def test_every_kind_writes_its_files(tmp_path, monkeypatch):
                 if algorithm == "ada":
                     extra = {"snapshot": lambda t: int(t % 3 == 0), "q": constant(0.3), "q_signal": constant(0.7)}
                 write_run(tmp_path, experiment, algorithm, seed, lambda t, s=seed: min(0.9, t / 80 + 0.02 * s),
-                          extra=extra)
+                          extra=extra, entry=config["algorithms"][algorithm])
     monkeypatch.chdir(tmp_path)
     for name, report in config["reports"].items():
         job = json.loads(fc.as_json(reports.report_job(config, name)))  # as the rule passes it: keys sorted

@@ -419,7 +419,7 @@ def _copy_run(source, destination):
 
 def test_a_runs_outputs_are_checked_against_the_run_they_claim_to_be(inputs, tmp_path):
     """What the workflow treats as damaged (fedavail.integrity): seed 0's outputs copied into seed 1's folder, an
-    empty summary, an edited metric, a summary without its metrics."""
+    empty summary, an edited metric, a sealed summary without its run's spec, a summary without its metrics."""
     seed0 = tmp_path / "results/runs/unit/fedavg_active/seed0"
     _run(inputs, seed0)
     assert integrity.run_problem(seed0) is None and integrity.damage(seed0 / "summary.json") is None
@@ -435,5 +435,10 @@ def test_a_runs_outputs_are_checked_against_the_run_they_claim_to_be(inputs, tmp
     assert "digest mismatch" in integrity.run_problem(edited)
     (edited / "summary.json").write_text("{}")
     assert "is the summary of None/None/seedNone" in integrity.damage(edited / "summary.json")
+    without_spec = {k: v for k, v in summary.items() if k not in ("spec", integrity.DIGEST)}
+    _copy_run(seed0, edited.parent / "seed3")
+    (edited.parent / "seed3/summary.json").write_text(json.dumps(integrity.seal_summary(
+        {**without_spec, "seed": 3}, edited.parent / "seed3/metrics.parquet")))
+    assert "does not carry its run's spec" in integrity.run_problem(edited.parent / "seed3")
     (seed0 / "metrics.parquet").unlink()
     assert "FileNotFoundError" in integrity.run_problem(seed0)

@@ -48,6 +48,10 @@ def run_problem(run_dir: Path) -> str | None:
             return f"{summary_path} is the summary of {'/'.join(map(str, claimed))}, not of {run_dir}"
         if summary.get(DIGEST) != seal_summary(summary, metrics)[DIGEST]:
             return f"{summary_path} or {metrics} was changed after the run wrote them (digest mismatch)"
+        spec = summary.get("spec")
+        if not isinstance(spec, dict) or (spec.get("experiment"), spec.get("algorithm_id"),
+                                          f"seed{spec.get('seed')}") != claimed:
+            return f"{summary_path} does not carry its run's spec (the settings reports read)"
     except Exception as error:  # unreadable JSON, a missing metrics file: the run's outputs are damaged
         return f"{type(error).__name__}: {error}"
     return None

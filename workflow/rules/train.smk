@@ -1,7 +1,10 @@
 # Training: one job per experiment x algorithm x seed (execution.seeds_per_job: 1, the default), or one job per
 # experiment x algorithm that trains all its seeds in one process (seeds_per_job: all, for GPUs). Either way exactly
 # one rule writes each run's files. A job's params are exactly its own config slice and the hash of the code it runs
-# (fedavail.plan.sources), so a changed setting or edited code reruns only the runs it affects.
+# (fedavail.plan.sources), so a changed setting or edited code reruns only the runs it affects. Two rule families,
+# because a rule's outputs are a fixed list of patterns: a job that writes n seeds' files needs a rule of n outputs
+# per distinct seed list, while one job per run is one rule, `train`, with a {seed} wildcard, the name that profiles
+# and --set-resources train:... address.
 
 
 if EXECUTION.seeds_per_job == 1:

@@ -2,20 +2,18 @@
 
 Settings columns: experiment, algorithm (the config's name), algorithm_name (the registry's), one
 `algorithm.<hyperparameter>` column per hyperparameter with the algorithm's defaults filled in (`algorithm.lr`: the
-lr the run trained with), one `training.local.<key>` column per local optimisation setting, the experiment
+lr the run trained with), one `training.local.<key>` column per local optimisation setting (these read from the
+resolved spec each run's summary.json carries, never re-derived from the config), the experiment
 attributes of fedavail.plan.reports.ATTRIBUTES (trace model defaults filled in), last_n, seed, and the run's summary
 (diverged_at, state_bytes, dimension, wall_seconds, peak_memory_bytes, rounds_completed). Every table, figure and
 claim is a filter, groupby or pivot of it; `over_seeds` is the one place a mean ± std over seeds is taken."""
 
-import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from fedavail.plan.algorithms import resolve_algorithm
-from fedavail.plan.local import resolve_local
 from fedavail.plan.reports import attributes
 from fedavail.plan.traces import full_trace_spec
 from fedavail.report import labels
@@ -43,12 +41,9 @@ def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
 
 
 def algorithm_settings(spec: dict) -> dict:
-    """algorithm_name and every scalar hyperparameter, the algorithm class's defaults filled in."""
-    name = spec["algorithm"]
-    given = {k: v for k, v in spec.items() if k != "algorithm"}
-    values = {**dataclasses.asdict(resolve_algorithm(name, {k: v for k, v in given.items() if k != "lr"})), **given}
-    return {"algorithm_name": name, **{f"algorithm.{k}": v for k, v in values.items()
-                                       if v is None or isinstance(v, (bool, int, float, str))}}
+    """algorithm_name and every scalar hyperparameter of a run's `algorithm` spec (resolved: every default in)."""
+    return {"algorithm_name": spec["algorithm"], **{f"algorithm.{k}": v for k, v in spec.items() if k != "algorithm"
+                                                    and (v is None or isinstance(v, (bool, int, float, str)))}}
 
 
 def experiment_attributes(name: str, info: dict) -> dict:
@@ -56,25 +51,24 @@ def experiment_attributes(name: str, info: dict) -> dict:
     return {**attributes(name, info["partition"], trace, info["training"]), "last_n": info["training"]["last_n"]}
 
 
-def local_settings(experiment: str, training: dict, algorithm: dict) -> dict:
-    """`training.local.<key>` for every local optimisation setting the run used, defaults filled in, and
+def local_settings(local: dict) -> dict:
+    """`training.local.<key>` for every local optimisation setting of a run's resolved `training.local`, and
     `algorithm.lr`: the lr it trained with (the algorithm's own, else the block's)."""
-    options = resolve_local(training.get("local"), algorithm.get("lr"), f"experiments.{experiment}.training.local")
-    values = {f"training.local.{k}": str(v) if isinstance(v, list) else v for k, v in options.as_dict().items()}
-    return {**values, "algorithm.lr": options.lr}
+    values = {f"training.local.{k}": str(v) if isinstance(v, list) else v for k, v in local.items()}
+    return {**values, "algorithm.lr": local["lr"]}
 
 
 def load(job: dict, run_dirs) -> pd.DataFrame:
-    """The tidy frame of these runs of the job (fedavail.plan.reports job spec)."""
+    """The tidy frame of these runs of the job (fedavail.plan.reports job spec): each run's settings as it trained
+    them, from the resolved spec in its summary.json, and its experiment's attributes."""
     experiments = {name: experiment_attributes(name, info) for name, info in job["experiments"].items()}
-    algorithms = {name: algorithm_settings(spec) for name, spec in job["algorithms"].items()}
     frames = []
     for run_dir in run_dirs:
         summary, metrics = read_run(run_dir)
-        experiment, algorithm, seed = summary["experiment"], summary["algorithm_id"], int(summary["seed"])
-        local = local_settings(experiment, job["experiments"][experiment]["training"], job["algorithms"][algorithm])
-        settings = {**experiments[experiment], "algorithm": algorithm, **algorithms[algorithm], **local, "seed": seed,
-                    **{k: summary.get(k) for k in SUMMARY}}
+        spec = summary["spec"]
+        experiment, algorithm, seed = spec["experiment"], spec["algorithm_id"], int(spec["seed"])
+        settings = {**experiments[experiment], "algorithm": algorithm, **algorithm_settings(spec["algorithm"]),
+                    **local_settings(spec["training"]["local"]), "seed": seed, **{k: summary.get(k) for k in SUMMARY}}
         frames.append(metrics.assign(**{k: [v] * len(metrics) for k, v in settings.items()}))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*RUN, "round"])
     frame["diverged_at"] = frame.get("diverged_at", pd.Series(dtype=float)).astype("float64")

@@ -37,7 +37,7 @@ from fedavail.integrity import DIGEST, json_digest, seal_summary
 from fedavail.io import atomic_path, remove_temporaries, write_json
 from fedavail.models import build_model
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
-from fedavail.plan.local import resolve_local
+from fedavail.plan.local import LocalOptions, resolve_local
 from fedavail.plan.sources import run_algorithms, training_code_sha256
 from fedavail.provenance import file_sha256, input_hashes, log_run_header, run_fingerprint
 from fedavail.rng import numpy_generator, torch_generator
@@ -269,6 +269,7 @@ class _Shared:
     dtype: torch.dtype
     execution: Execution
     training: dict
+    local: LocalOptions  # training.local with the algorithm's lr: every seed's (they share all settings)
     started: float
     code_sha256: str  # training_code_sha256 of the run's algorithms, computed once per process
 
@@ -278,13 +279,14 @@ class _Shared:
         training = spec["training"]
         dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in load_prepared(prepared).items()}
         model = FlatModel(build_model(training["model"], dataset, int(spec["seed"])).to(dtype)).to(device)
-        batch_size = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local").batch_size
-        batched = picks_vmap(training["model"], batch_size, device) if execution.batched == "auto" \
+        # The workflow's specs carry no algorithm lr (the Plan moves it into training.local); hand-written ones may.
+        local = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local")
+        batched = picks_vmap(training["model"], local.batch_size, device) if execution.batched == "auto" \
             else bool(execution.batched)
         if batched and not vmap_supported(model):
             log.info("model %s cannot be batched with vmap (LSTM); using the per-client loop", training["model"])
             batched = False
-        return cls(device, dataset, model, batched, threads, dtype, execution, training, started, code_sha256)
+        return cls(device, dataset, model, batched, threads, dtype, execution, training, local, started, code_sha256)
 
     def initial_weights(self, seed: int) -> torch.Tensor:
         module = build_model(self.training["model"], self.dataset, seed).to(self.dtype)
@@ -420,8 +422,7 @@ def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inp
     seed = int(spec["seed"])
     algorithm_spec = dict(spec["algorithm"])
     algorithm_name = algorithm_spec.pop("algorithm")
-    # The workflow's specs carry no algorithm lr (run_spec moves it into training.local); hand-written ones may.
-    options = resolve_local(training.get("local"), algorithm_spec.pop("lr", None), "training.local")
+    algorithm_spec.pop("lr", None)  # a hand-written spec's: shared.local holds it
     algorithm = build_algorithm(algorithm_name, algorithm_spec)
     partition = load_partition(seed_inputs.partition)
     trace = load_trace(seed_inputs.trace)
@@ -434,7 +435,7 @@ def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inp
 
     augmentation = AugmentationOptions(**training.get("augmentation", {}))
     data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
-    trainer = ClientTrainer(shared.model, data, options, seed, shared.batched)
+    trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
     train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
     evaluation = _Evaluation(shared.model, data.inputs, {
         "test": (shared.dataset["test_x"], shared.dataset["test_y"]),

@@ -130,7 +130,7 @@ class RunInputs:
 def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Path, spec: dict,
         execution: Execution = Execution(), stop_after_round: int | None = None) -> dict:
     """Run (or resume) one training run described by `spec` = {seed, training: {..., local: {...}}, algorithm: {...}}
-    (fedavail.plan.config.run_spec resolves the local optimisation block, the algorithm's lr included; a spec written
+    (fedavail.plan.plan.Plan.run_spec resolves the local optimisation block, the algorithm's lr included; a spec written
     by hand may give `lr` in its algorithm block instead, which overrides training.local.lr).
 
     Returns the summary, or {"stopped_at": round} when the run stopped early. `stop_after_round` ends the run early

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 
 from fedavail.plan.local import resolve_local
-from fedavail.plan.paths import RUN_DIR, path
 from fedavail.plan.partitions import full_partition_spec
+from fedavail.plan.paths import RUN_DIR, path
 from fedavail.plan.traces import full_trace_spec
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")

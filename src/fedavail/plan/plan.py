@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.checks import (check_combinations, check_finite, check_names, parse_checked_reports,
-                                  resolve_entries)
+from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
 from fedavail.plan.config import Run
 from fedavail.plan.experiments import ExecutionOptions
 from fedavail.plan.reports import Report

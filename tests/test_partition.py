@@ -9,9 +9,8 @@ from fedavail.data.partition import (
     partition_stats,
     plot_partition,
     save_partition,
-    validate_partition_spec,
 )
-from fedavail.plan.partitions import PARTITION_SCHEMES
+from fedavail.plan.partitions import PARTITION_SCHEMES, resolve_partition
 
 NUM_CLASSES = 10
 
@@ -202,7 +201,7 @@ def test_stats_and_figure(labels, tmp_path):
 )
 def test_invalid_specs_name_the_key(spec, key):
     with pytest.raises(ValueError, match=f"'{key}'"):
-        validate_partition_spec(spec)
+        resolve_partition(spec)
 
 
 def test_impossible_requests_raise(labels):

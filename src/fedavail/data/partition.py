@@ -68,14 +68,6 @@ class Partition:
         return self.indices[self.offsets[i] : self.offsets[i + 1]]
 
 
-# ---------------------------------------------------------------- spec
-
-
-def validate_partition_spec(spec: dict) -> None:
-    """Raise ValueError naming the offending key (settings and defaults: fedavail.plan.partitions)."""
-    resolve_partition(spec)
-
-
 # ---------------------------------------------------------------- making partitions
 
 # How each scheme (fedavail.plan.partitions.PARTITION_SCHEMES, same names) splits the samples: a function of the labels,

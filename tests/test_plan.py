@@ -1,6 +1,8 @@
 """The plan layer's registries name what the torch side implements, its settings get their defaults from their
 dataclasses, and its checks name the key path (the JSON schema is generated from it: tests/test_plan_docs.py)."""
 
+import collections
+
 import pytest
 
 from fedavail.algorithms import algorithm_class
@@ -8,9 +10,10 @@ from fedavail.availability import models as availability_models
 from fedavail.data.prepare import BUNDLED_DATASETS, RAW_DATASETS
 from fedavail.models import ARCHITECTURES
 from fedavail.plan import algorithms as plan_algorithms
+from fedavail.plan import checks
 from fedavail.plan import config as plan_config
 from fedavail.plan.config import ConfigError
-from fedavail.plan.load import load_config_file
+from fedavail.plan.load import load_config, load_config_file
 from fedavail.plan.models import MODEL_NAMES
 from fedavail.plan.partitions import PARTITION_SCHEMES
 from fedavail.plan.plan import build_plan
@@ -95,3 +98,20 @@ def test_errors_name_the_key_path_without_the_schema(edit, message):
     edit(config)
     with pytest.raises(ConfigError, match=message):
         build_plan(config)
+
+
+def test_the_plan_resolves_each_entry_once(monkeypatch):
+    """build_plan fills in each partition's, trace's and algorithm's defaults once, and each experiment × algorithm's
+    training.local once; every job spec is then read from the Plan, never resolved again."""
+    calls = collections.Counter()
+    for name in ("partition_spec", "trace_spec", "local_spec", "resolve_algorithm"):
+        resolve = getattr(checks, name)
+        monkeypatch.setattr(checks, name, lambda *args, _resolve=resolve, _name=name: calls.update([_name]) or
+                            _resolve(*args))
+    config = load_config([REPO / "config/config.yaml"])
+    plan = build_plan(config)
+    specs = [plan.run_spec(run.experiment, run.algorithm, run.seed) for run in plan.runs()]
+    assert len(specs) == 78 and plan.partitions and plan.traces
+    assert calls == {"partition_spec": len(config["partitions"]), "trace_spec": len(config["traces"]),
+                     "resolve_algorithm": len(config["algorithms"]),
+                     "local_spec": sum(len(e["algorithms"]) for e in config["experiments"].values())}

@@ -20,7 +20,7 @@ FIXTURES = Path(__file__).parent / "data"
 def run_set(config: dict) -> dict:
     """Everything the jobs of a config depend on: each run's spec, each experiment's seeds and resolved partition
     and trace, and the reports. Run specs are stored once each (most runs share one but for their names and seed)."""
-    specs, runs, plan = {}, {}, build_plan(config)
+    runs, plan = {}, build_plan(config)
     for run in plan.runs():
         spec = json.loads(fc.as_json(plan.run_spec(run.experiment, run.algorithm, run.seed)))
         assert (spec.pop("experiment"), spec.pop("algorithm_id"), spec.pop("seed")) == tuple(vars(run).values())

@@ -26,8 +26,10 @@ def module_files() -> dict[str, Path]:
     return {module_name(path): path for path in PACKAGE.rglob("*.py")}
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
-    """module -> the fedavail modules it imports anywhere in its file."""
+    """module -> the fedavail modules it imports anywhere in its file (read once per process: the Snakefile hashes
+    the sources of every distinct set of algorithms its runs execute)."""
     modules = module_files()
     graph = {}
     for name, path in modules.items():

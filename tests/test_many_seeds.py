@@ -84,6 +84,28 @@ def test_each_seed_of_a_many_seed_run_equals_its_separate_run(inputs, tmp_path, 
 
 
 @pytest.mark.parametrize("batched", [False, True], ids=["loop", "vmap"])
+def test_runs_of_other_experiments_with_the_same_settings_train_together_as_they_would_alone(inputs, tmp_path,
+                                                                                            batched):
+    """A batch job of execution.seeds_per_job: all: the same seed in two experiments (other partition and trace)
+    and under two algorithm entries of equal settings, each run's numbers its separate run's."""
+    runs = []
+    for experiment, partition_seed in (("first", 0), ("second", 1)):
+        for algorithm_id in ("fedswe", "fedswe_again"):
+            spec = {**_spec("fedswe", 0), "experiment": experiment, "algorithm_id": algorithm_id}
+            runs.append(RunInputs(inputs / f"partition{partition_seed}.npz", inputs / f"trace{partition_seed}.npz",
+                                  tmp_path / f"together/{experiment}/{algorithm_id}", spec))
+    execution = Execution(batched=batched)
+    run_seeds(inputs / "data.pt", runs, execution, dtype=torch.float64)
+    for run in runs:
+        alone = RunInputs(run.partition, run.trace, tmp_path / "alone" / run.out_dir.relative_to(tmp_path / "together"),
+                          run.spec)
+        run_seeds(inputs / "data.pt", [alone], execution, dtype=torch.float64)
+        _assert_same_run(run.out_dir, alone.out_dir, exact=not batched)
+    with pytest.raises(ValueError, match="must differ: .*'first/fedswe seed 0', 'first/fedswe seed 0'"):
+        run_seeds(inputs / "data.pt", [runs[0], runs[0]], execution)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["loop", "vmap"])
 def test_adding_a_seed_rewrites_the_finished_seeds_files_as_they_were(inputs, tmp_path, batched):
     """What the multi-seed Snakemake job does when a seed is added: Snakemake deletes all its outputs and reruns it;
     the seeds finished before are restored from their records (not recomputed, so even vmap in float32, whose sums
@@ -133,7 +155,7 @@ def test_a_preempted_many_seed_run_resumes_every_seed_and_a_new_seed_catches_up(
 def test_seeds_trained_together_must_share_their_settings(inputs, tmp_path):
     seeds = _seed_inputs(inputs, tmp_path, "fedavg", SEEDS[:2])
     seeds[1].spec = {**seeds[1].spec, "algorithm": ALGORITHMS["mifa"]}
-    with pytest.raises(ValueError, match="must share every setting but the seed"):
+    with pytest.raises(ValueError, match="must share every setting but experiment, algorithm_id, seed"):
         run_seeds(inputs / "data.pt", seeds)
 
 

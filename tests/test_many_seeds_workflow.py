@@ -1,9 +1,11 @@
-"""execution.seeds_per_job: all on config/test.yaml: one Snakemake job per experiment x algorithm writes the same
-per-seed files as the default per-run jobs, adding a seed reruns those jobs without changing finished seeds, and
-switching back to one job per run retrains nothing."""
+"""execution.seeds_per_job: all on config/test.yaml: one Snakemake job per batch of runs with the same settings
+(here each algorithm's seeds; with another experiment of the same settings, its runs too) writes the same per-seed
+files as the default per-run jobs, adding a seed reruns those jobs without changing finished seeds, and switching
+back to one job per run retrains nothing."""
 
 import shutil
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -55,7 +57,7 @@ def test_a_new_seed_reruns_the_multi_seed_jobs_and_keeps_the_finished_seeds_file
     planned = {job for job in planned_jobs(seeds_run, "--configfile", "config/test.yaml")
                if job != "all" and not job.startswith("report")}
     assert planned == {"partition[partition=mnist5k_dir0.5,seed=2]", "trace[trace=stationary,seed=2]",
-                       *(f"train_seeds_0_1_2[experiment=tiny,algorithm={a}]" for a in ALGORITHMS)}
+                       *(f"train_{a}" for a in ALGORITHMS)}
     snakemake(seeds_run, "--cores", "2", "--configfile", "config/test.yaml")
     assert len(before) == 2 * len(ALGORITHMS) * 2
     for path, content in before.items():
@@ -71,4 +73,26 @@ def test_the_local_gpu_profile_trains_all_seeds_in_one_job_and_the_default_one_s
     assert {job for job in default if job.startswith("train")} == {
         f"train[experiment=tiny,algorithm={a},seed={s}]" for a in ALGORITHMS for s in (0, 1)}
     assert {job for job in gpu if job.startswith("train")} == {
-        f"train_seeds_0_1[experiment=tiny,algorithm={a}]" for a in ALGORITHMS}
+        f"train_{a}" for a in ALGORITHMS}
+
+
+def test_an_experiment_with_the_same_settings_joins_the_batch_and_the_finished_runs_are_restored(seeds_run, tmp_path):
+    workdir = tmp_path / "joined"
+    shutil.copytree(seeds_run, workdir, symlinks=True)
+    runs = workdir / "results/runs/tiny"
+    before = {path: path.read_bytes() for path in sorted(runs.rglob("*")) if path.name in ("metrics.parquet",
+                                                                                          "summary.json")}
+    _edit_config(workdir, lambda c: c["experiments"].update(
+        tiny_again={**c["experiments"]["tiny"], "algorithms": ["fedavg_active"], "seeds": [1]}))
+    planned = {job for job in planned_jobs(workdir, "--configfile", "config/test.yaml")
+               if job != "all" and not job.startswith("report")}
+    assert planned == {"train_fedavg_active"}
+    snakemake(workdir, "--cores", "2", "--configfile", "config/test.yaml")
+    log = (workdir / "logs/train/train_fedavg_active.log").read_text()
+    seeds = yaml.safe_load((workdir / "config/test.yaml").read_text())["seeds"]  # an earlier test may add one
+    assert log.count("outputs rewritten from") == len(seeds) and log.count("start: fresh") == 1, log
+    assert before and all(path.read_bytes() == content for path, content in before.items())
+    # The same run under another experiment's name: the same numbers (vmap over fewer rows may reassociate sums).
+    joined, alone = (pd.read_parquet(workdir / f"results/runs/{e}/fedavg_active/seed1/metrics.parquet")
+                     for e in ("tiny_again", "tiny"))
+    pd.testing.assert_frame_equal(joined.drop(columns="seconds"), alone.drop(columns="seconds"), rtol=1e-5)

@@ -1,10 +1,11 @@
 """Training runs: set up (prepared data, partition, trace; model, algorithm, local trainer, state, resume), loop
 rounds, and record (evaluation schedule, per-round metrics in parquet, checkpoints, a summary with provenance in JSON).
 
-`run` trains one seed. `run_seeds` trains several seeds of one experiment x algorithm in one process: each seed keeps
-its own partition, trace, keyed streams, algorithm state, checkpoint and outputs, and the round's local work of all
-seeds' participants is one back-end call (one vmap on the batched back end). Every seed's numbers are its separate
-run's (exactly on the per-client loop; on vmap up to the reassociation of batched kernels)."""
+`run` trains one run. `run_seeds` trains several runs in one process (the seeds of an experiment x algorithm, and
+runs of other experiments with the same settings): each keeps its own partition, trace, keyed streams, algorithm
+state, checkpoint and outputs, and the round's local work of all their participants is one back-end call (one vmap
+on the batched back end). Every run's numbers are its separate run's (exactly on the per-client loop; on vmap up to
+the reassociation of batched kernels)."""
 
 import json
 import logging
@@ -17,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import torch
 
 from fedavail import __version__, stopping
@@ -141,9 +143,9 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
 
 def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution = Execution(),
               stop_after_round: int | None = None, dtype: torch.dtype = torch.float32) -> list[dict]:
-    """Run (or resume) several seeds of one experiment x algorithm in one process; one result per seed, as `run`'s.
+    """Run (or resume) several runs in one process; one result per run, as `run`'s.
 
-    Specs must differ only in their seed. Each finished seed leaves a record (`RunPaths.finished`), and a seed with a
+    Specs may differ only in experiment, algorithm_id and seed (RUN_IDENTITY). Each finished seed leaves a record (`RunPaths.finished`), and a seed with a
     valid record of the same fingerprint is not trained again: its outputs are rewritten as they were (Snakemake
     deletes a job's outputs before it reruns it, e.g. for an added seed or another seeds_per_job). `dtype` float64 is
     for exactness checks (tests)."""
@@ -166,7 +168,7 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
     shared = _Shared.load(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
-    runs = [_setup(shared, s, *identity, label=f"seed {s.spec['seed']}: " if len(seeds) > 1 else "")
+    runs = [_setup(shared, s, *identity, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "")
             for s, identity in zip(seeds, identities)]
     _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
     for j, seed_run in zip(pending, runs):
@@ -230,18 +232,29 @@ def _metric_out_of_range(rows: list[dict]) -> str | None:
 
 
 def _write_metrics(path: Path, rows: list[dict]) -> None:
+    """One row per round, a column per metric in order of first appearance; a metric a round did not evaluate is
+    null (NaN to pandas). pyarrow, not pandas: importing pandas costs every training process ~0.3 s."""
+    columns = dict.fromkeys(key for row in rows for key in row)
     with atomic_path(path) as tmp:
-        pd.DataFrame(rows).to_parquet(tmp, index=False)
+        pq.write_table(pa.table({column: [row.get(column) for row in rows] for column in columns}), tmp)
+
+
+# What may differ between runs trained in one process: which run each is. Everything they compute with is shared.
+RUN_IDENTITY = ("experiment", "algorithm_id", "seed")
 
 
 def _check_same_settings(specs: list[dict]) -> None:
-    first = {k: v for k, v in specs[0].items() if k != "seed"}
+    first = {k: v for k, v in specs[0].items() if k not in RUN_IDENTITY}
     for spec in specs[1:]:
-        if {k: v for k, v in spec.items() if k != "seed"} != first:
-            raise ValueError(f"seeds trained together must share every setting but the seed; seed {spec['seed']}'s "
-                             f"spec differs from seed {specs[0]['seed']}'s")
-    if len({int(s["seed"]) for s in specs}) < len(specs):
-        raise ValueError(f"seeds trained together must differ: {[s['seed'] for s in specs]}")
+        if {k: v for k, v in spec.items() if k not in RUN_IDENTITY} != first:
+            raise ValueError(f"runs trained together must share every setting but {', '.join(RUN_IDENTITY)}; "
+                             f"{_name(spec)}'s spec differs from {_name(specs[0])}'s")
+    if len({_name(s) for s in specs}) < len(specs):
+        raise ValueError(f"runs trained together must differ: {[_name(s) for s in specs]}")
+
+
+def _name(spec: dict) -> str:
+    return f"{spec.get('experiment')}/{spec.get('algorithm_id')} seed {spec['seed']}"
 
 
 def _identity(prepared: Path, prepared_sha256: str, seed: RunInputs, code_sha256: str, device: torch.device):

@@ -3,7 +3,6 @@
 import functools
 import math
 import os
-import re
 import shlex
 import sys
 
@@ -88,7 +87,7 @@ def files_in_use():
             files.add(trace_file(spec.trace, seed))
             if trace_partition is not None:
                 files.add(partition_file(trace_partition, seed))
-        files.add(prepared_file(PLAN.partitions[spec.partition]["dataset"]))
+        files.add(prepared_file(PLAN.dataset(experiment)))
         for run in PLAN.runs(experiment):
             files.update((f"{run.directory}/metrics.parquet", f"{run.directory}/summary.json"))
     return sorted(files)
@@ -209,39 +208,9 @@ def train_inputs(wildcards):
     check_device_of_local_jobs()
     experiment = PLAN.experiments[wildcards.experiment]
     return {
-        "prepared": prepared_file(PLAN.partitions[experiment.partition]["dataset"]),
+        "prepared": prepared_file(PLAN.dataset(wildcards.experiment)),
         "partition": partition_file(experiment.partition, wildcards.seed),
         "trace": trace_file(experiment.trace, wildcards.seed),
-    }
-
-
-def seed_lists():
-    """The distinct seed lists of the config's experiments (execution.seeds_per_job: all makes one rule each)."""
-    return sorted({experiment.seeds for experiment in PLAN.experiments.values()})
-
-
-def train_seeds_rule(seeds):
-    return "train_seeds_" + "_".join(str(s) for s in seeds)
-
-
-def seeds_outputs(seeds, name):
-    return [f"{fp.path(fp.RUN_DIR, seed=s)}/{name}" for s in seeds]
-
-
-def experiments_with_seeds(seeds):
-    """A wildcard constraint matching exactly the experiments that run these seeds."""
-    names = [e for e, experiment in PLAN.experiments.items() if experiment.seeds == tuple(seeds)]
-    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-
-
-def train_seeds_inputs(wildcards):
-    """A multi-seed job's inputs: the shared prepared data, each seed's partition and trace (in seed order)."""
-    check_device_of_local_jobs()
-    experiment = PLAN.experiments[wildcards.experiment]
-    return {
-        "prepared": prepared_file(PLAN.partitions[experiment.partition]["dataset"]),
-        "partition": [partition_file(experiment.partition, s) for s in experiment.seeds],
-        "trace": [trace_file(experiment.trace, s) for s in experiment.seeds],
     }
 
 
@@ -249,18 +218,32 @@ def train_spec(wildcards):
     return fc.as_json(PLAN.run_spec(wildcards.experiment, wildcards.algorithm, int(wildcards.seed)))
 
 
-def train_seeds_specs(wildcards):
-    seeds = PLAN.experiments[wildcards.experiment].seeds
-    return fc.as_json([PLAN.run_spec(wildcards.experiment, wildcards.algorithm, s) for s in seeds])
+def batch_inputs(batch, wildcards):
+    """A batch job's inputs: the prepared data, and each run's partition and trace (in the order of its runs)."""
+    check_device_of_local_jobs()
+    experiments = [PLAN.experiments[run.experiment] for run in batch.runs]
+    return {
+        "prepared": prepared_file(batch.dataset),
+        "partition": [partition_file(e.partition, run.seed) for e, run in zip(experiments, batch.runs)],
+        "trace": [trace_file(e.trace, run.seed) for e, run in zip(experiments, batch.runs)],
+    }
 
 
-def train_seeds_out_dirs(wildcards, output):
+def batch_outputs(batch, name):
+    return [f"{run.directory}/{name}" for run in batch.runs]
+
+
+def batch_specs(batch):
+    return fc.as_json([PLAN.run_spec(run.experiment, run.algorithm, run.seed) for run in batch.runs])
+
+
+def batch_out_dirs(wildcards, output):
     return " ".join(shlex.quote(path.rsplit("/", 1)[0]) for path in output.metrics)
 
 
-def train_seeds_runtime(wildcards, attempt):
-    """A multi-seed job's time limit: the runs' limits added up (batched on a GPU they take less)."""
-    return train_runtime(wildcards, attempt) * len(PLAN.experiments[wildcards.experiment].seeds)
+def batch_runtime(batch, wildcards, attempt):
+    """A batch job's time limit: its runs' limits added up (batched on a GPU they take less)."""
+    return sum(run_runtime(run.experiment, attempt) for run in batch.runs)
 
 
 def train_mem_mb(wildcards, input, attempt):
@@ -271,10 +254,14 @@ def train_mem_mb(wildcards, input, attempt):
     return int((3000 + 4 * size_mb) * attempt)
 
 
-def train_runtime(wildcards, attempt):
-    """A training job's time limit in minutes: 10 + rounds x execution.seconds_per_round, times the attempt."""
-    rounds = PLAN.experiments[wildcards.experiment].training["rounds"]
+def run_runtime(experiment, attempt):
+    """A run's time limit in minutes: 10 + rounds x execution.seconds_per_round, times the attempt."""
+    rounds = PLAN.experiments[experiment].training["rounds"]
     return int(math.ceil(10 + rounds * EXECUTION.seconds_per_round / 60)) * attempt
+
+
+def train_runtime(wildcards, attempt):
+    return run_runtime(wildcards.experiment, attempt)
 
 
 def malloc_environment(wildcards, threads):

@@ -1,10 +1,10 @@
 # Training: one job per experiment x algorithm x seed (execution.seeds_per_job: 1, the default), or one job per
-# experiment x algorithm that trains all its seeds in one process (seeds_per_job: all, for GPUs). Either way exactly
-# one rule writes each run's files. A job's params are exactly its own config slice and the hash of the code it runs
+# batch of runs that share a dataset and every training and algorithm setting, trained in one process (seeds_per_job:
+# all: one interpreter start for many runs; on GPUs one vmap over all their clients). Either way exactly one rule
+# writes each run's files. A job's params are exactly its own config slice and the hash of the code it runs
 # (fedavail.plan.sources), so a changed setting or edited code reruns only the runs it affects. Two rule families,
-# because a rule's outputs are a fixed list of patterns: a job that writes n seeds' files needs a rule of n outputs
-# per distinct seed list, while one job per run is one rule, `train`, with a {seed} wildcard, the name that profiles
-# and --set-resources train:... address.
+# because a rule's outputs are a fixed list of patterns: a batch's files need a rule of their own, while one job per
+# run is one rule, `train`, with a {seed} wildcard, the name that profiles and --set-resources train:... address.
 
 
 if EXECUTION.seeds_per_job == 1:
@@ -40,23 +40,22 @@ if EXECUTION.seeds_per_job == 1:
             "{params.execution} --gpu-slots .snakemake/fedavail-gpu-slots > {log:q} 2>&1"
 
 else:
-    # One rule per distinct seed list (a rule's outputs are fixed patterns): train_seeds_0_1_2 writes seeds 0, 1, 2
-    # of every experiment x algorithm that runs those seeds. Adding a seed reruns the job of all its seeds; the
-    # seeds finished before are restored from their records (fedavail.train.RunPaths.finished), not recomputed.
-    for seeds in seed_lists():
+    # One rule per batch of runs (fedavail.plan.plan.TrainingBatch), its outputs listed: a job's files span
+    # experiments and seeds, which no wildcard pattern can name. A batch whose runs change (an added seed or
+    # experiment, a changed setting) reruns; its runs finished before are restored from their records
+    # (fedavail.train.RunPaths.finished), not recomputed.
+    for batch in PLAN.training_batches:
 
         rule:
             name:
-                train_seeds_rule(seeds)
+                batch.name
             input:
-                unpack(train_seeds_inputs),
+                unpack(functools.partial(batch_inputs, batch)),
             output:
-                metrics=seeds_outputs(seeds, "metrics.parquet"),
-                summary=seeds_outputs(seeds, "summary.json"),
+                metrics=batch_outputs(batch, "metrics.parquet"),
+                summary=batch_outputs(batch, "summary.json"),
             log:
-                f"logs/train/{{experiment}}/{{algorithm}}/{train_seeds_rule(seeds)}.log",
-            wildcard_constraints:
-                experiment=experiments_with_seeds(seeds),
+                f"logs/train/{batch.name}.log",
             conda:
                 "../envs/fedavail.yaml"
             threads: EXECUTION.train_threads
@@ -64,11 +63,11 @@ else:
                 gpu=0 if EXECUTION.device == "cpu" else 1,
                 cpus_per_gpu=EXECUTION.train_threads,
                 mem_mb=train_mem_mb,
-                runtime=train_seeds_runtime,
+                runtime=functools.partial(batch_runtime, batch),
             params:
-                spec=train_seeds_specs,
-                code=train_code_sha256,
-                out_dirs=train_seeds_out_dirs,
+                spec=batch_specs(batch),
+                code=PLAN.training_code_sha256(batch.runs[0].algorithm),
+                out_dirs=batch_out_dirs,
                 execution=train_execution_options,
                 malloc=malloc_environment,
             shell:

@@ -87,9 +87,11 @@ class ExecutionOptions:
                                  choices=("auto", True, False))
     checkpoint_every: int = option(50, "rounds between checkpoints of a training run")
     log_every: int = option(10, "rounds between progress lines in a run's log")
-    seeds_per_job: int | str = option(1, "1: one training job per run; all: one job per experiment x algorithm trains "
-                                      "all its seeds in one process, their clients batched together (GPU); the "
-                                      "same outputs either way", choices=(1, "all"))
+    seeds_per_job: int | str = option(1, "1: one training job per run; all: one job trains every run of a dataset "
+                                      "with the same training and algorithm settings (all seeds of an experiment x "
+                                      "algorithm, and the runs of experiments that differ only in partition or "
+                                      "trace) in one process, their clients batched together; the same outputs "
+                                      "either way", choices=(1, "all"))
     seconds_per_round: float = option(10, "cluster time limits: a training job asks for 10 min + rounds × "
                                       "seconds_per_round (times the attempt, so a retry gets more)")
 

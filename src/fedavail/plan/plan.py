@@ -3,12 +3,13 @@ Snakefile builds one (after fedavail.plan.load.load_config and the schema) and e
 it; a job passes its spec on the command line, and the stages run what the spec says (the trainer, each run's
 summary.json, which the reports read)."""
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
-from fedavail.plan.config import Run
+from fedavail.plan.config import Run, as_json
 from fedavail.plan.experiments import ExecutionOptions
 from fedavail.plan.reports import Report
 from fedavail.plan.sources import executed_algorithms, training_code_sha256
@@ -23,6 +24,17 @@ class ExperimentPlan:
     seeds: tuple[int, ...]  # its own, else the config's
     training: dict  # the experiment's training block, as the schema filled it in
     local: dict[str, dict]  # algorithm -> its training.local, resolved with the algorithm's own lr
+
+
+@dataclass(frozen=True)
+class TrainingBatch:
+    """Runs that one training process trains together (execution.seeds_per_job: all), their clients in the same
+    vmap calls: every run of one dataset with the same training and algorithm settings, so the seeds of an
+    experiment x algorithm and the runs of experiments that differ from it only in partition or trace."""
+
+    name: str  # its rule's: train_<the first run's algorithm entry>, numbered when several batches share it
+    dataset: str
+    runs: tuple[Run, ...]
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,27 @@ class Plan:
     def runs(self, experiment: str | None = None) -> list[Run]:
         names = [experiment] if experiment else list(self.experiments)
         return [Run(e, a, s) for e in names for a in self.experiments[e].algorithms for s in self.experiments[e].seeds]
+
+    def dataset(self, experiment: str) -> str:
+        return self.partitions[self.experiments[experiment].partition]["dataset"]
+
+    @cached_property
+    def training_batches(self) -> tuple[TrainingBatch, ...]:
+        groups: dict[str, list[Run]] = {}
+        for run in self.runs():
+            spec = self.run_spec(run.experiment, run.algorithm, run.seed)
+            key = as_json([self.dataset(run.experiment), spec["training"], spec["algorithm"]])
+            groups.setdefault(key, []).append(run)
+        batches, names = [], set()
+        for runs in groups.values():
+            stem = "train_" + re.sub(r"\W", "_", runs[0].algorithm)
+            name, number = stem, 1
+            while name in names:
+                number += 1
+                name = f"{stem}_{number}"
+            names.add(name)
+            batches.append(TrainingBatch(name, self.dataset(runs[0].experiment), tuple(runs)))
+        return tuple(batches)
 
     def run_spec(self, experiment: str, algorithm: str, seed: int) -> dict:
         """Exactly what one training run depends on: its experiment's training settings with the local optimisation

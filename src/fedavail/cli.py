@@ -73,48 +73,29 @@ def cmd_trace(args) -> None:
     plot_trace(trace, args.figure)
 
 
-def _claim_gpu(args) -> None:
+def cmd_train(args) -> int:
+    """`train` (one run) and `train-seeds` (several runs in one process: fedavail.train.run_seeds)."""
     if args.gpu_slots is not None:
         # Before anything imports torch: CUDA reads CUDA_VISIBLE_DEVICES once, when it initialises.
         from fedavail.gpu_slots import claim
 
         claim(args.gpu_slots, args.device)
-
-
-def _check_device(args) -> None:
-    """A CUDA device this machine lacks: one line naming --device, before any data is loaded."""
-    from fedavail.train import DeviceUnavailable, check_device
+    from fedavail.train import DeviceUnavailable, Execution, RunInputs, check_device, run_seeds
 
     try:
         check_device(args.device)
     except DeviceUnavailable as error:
         raise SystemExit(f"fedavail {args.stage}: --device {error}; use --device auto or cpu") from None
-
-
-def cmd_train(args) -> int:
-    _claim_gpu(args)
-    _check_device(args)
-    from fedavail.train import Execution, run
-
+    entries = [args.partition, args.trace, args.out_dir, args.spec]
+    if args.stage == "train":
+        entries = [[entry] for entry in entries]
+    elif len({len(entry) for entry in entries}) > 1:
+        raise SystemExit(f"fedavail train-seeds: --partition, --trace and --out-dir need one entry per spec "
+                         f"({len(args.spec)}); got {len(args.partition)}, {len(args.trace)} and {len(args.out_dir)}")
     execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
-    result = run(args.prepared, args.partition, args.trace, args.out_dir, args.spec, execution)
+    # Records of finished runs: a job rerun with a run added restores them instead of recomputing them.
+    results = run_seeds(args.prepared, [RunInputs(*entry) for entry in zip(*entries)], execution)
     # A preempted run exits non-zero so the scheduler retries it; the retry resumes from the checkpoint.
-    return 3 if "stopped_at" in result else 0
-
-
-def cmd_train_seeds(args) -> int:
-    _claim_gpu(args)
-    _check_device(args)
-    from fedavail.train import Execution, RunInputs, run_seeds
-
-    count = len(args.spec)
-    if not (len(args.partition) == len(args.trace) == len(args.out_dir) == count):
-        raise SystemExit(f"fedavail train-seeds: --partition, --trace and --out-dir need one entry per spec ({count}); "
-                         f"got {len(args.partition)}, {len(args.trace)} and {len(args.out_dir)}")
-    seeds = [RunInputs(*entry) for entry in zip(args.partition, args.trace, args.out_dir, args.spec)]
-    execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
-    # Records of finished seeds: adding a seed to the job restores them instead of recomputing them.
-    results = run_seeds(args.prepared, seeds, execution)
     return 3 if any("stopped_at" in result for result in results) else 0
 
 
@@ -188,23 +169,18 @@ def build_parser() -> argparse.ArgumentParser:
     trace.set_defaults(func=cmd_trace)
 
     train = stages.add_parser("train", help="one run: an algorithm, a seed, an experiment's settings")
-    train.add_argument("--prepared", type=Path, required=True)
-    train.add_argument("--partition", type=Path, required=True)
-    train.add_argument("--trace", type=Path, required=True)
-    train.add_argument("--out-dir", type=Path, required=True)
-    train.add_argument("--spec", type=_spec, required=True)
-    _execution_arguments(train)
-    train.set_defaults(func=cmd_train)
-
-    train_seeds = stages.add_parser("train-seeds", help="several seeds of one experiment x algorithm in one process "
-                                                        "(their clients batched together); the same outputs as train")
-    train_seeds.add_argument("--prepared", type=Path, required=True)
-    train_seeds.add_argument("--partition", type=Path, nargs="+", required=True, help="one per seed, in seed order")
-    train_seeds.add_argument("--trace", type=Path, nargs="+", required=True, help="one per seed")
-    train_seeds.add_argument("--out-dir", type=Path, nargs="+", required=True, help="one per seed")
-    train_seeds.add_argument("--spec", type=_specs, required=True, help="JSON list of the seeds' run specs")
-    _execution_arguments(train_seeds)
-    train_seeds.set_defaults(func=cmd_train_seeds)
+    train_seeds = stages.add_parser("train-seeds", help="several runs of the same settings in one process (their "
+                                                        "clients batched together); the same outputs as train")
+    for stage, many in ((train, None), (train_seeds, "+")):
+        one_each = "one per spec, in its order" if many else None
+        stage.add_argument("--prepared", type=Path, required=True)
+        stage.add_argument("--partition", type=Path, nargs=many, required=True, help=one_each)
+        stage.add_argument("--trace", type=Path, nargs=many, required=True, help=one_each)
+        stage.add_argument("--out-dir", type=Path, nargs=many, required=True, help=one_each)
+        stage.add_argument("--spec", type=_specs if many else _spec, required=True,
+                            help="JSON list of the runs' specs" if many else None)
+        _execution_arguments(stage)
+        stage.set_defaults(func=cmd_train)
 
     report = stages.add_parser("report", help="one report job: an experiment's table and figure, a `reports:` "
                                "table or figure, or the frame of every run")

@@ -1,27 +1,14 @@
-"""The config's `reports:` section as typed specs, one dataclass per report kind with its defaults written once here;
-each report job's slice of the config; and every report output path.
+"""The config's `reports:` section as typed specs, one dataclass per report kind with its defaults written here only;
+each report job's slice of the config; every report output path (docs/configuration.md, "Reports"). Imported by the
+Snakefile while it builds the DAG: no torch, no pandas."""
 
-    reports:
-      table2: {kind: fedswe_table, experiments: [svhn_stationary, svhn_sine, ...]}
-      fig8:   {kind: k_sweep, experiments: [svhn_two_group], last_n: 500}
-      fig2:   {kind: toy_heterogeneity}
-
-Outputs: a table-shaped report writes results/reports/<name>/table.{md,tex,csv}, and a paper table also the published
-values beside ours, results/reports/<name>/paper.{md,tex,csv}; a figure writes results/reports/<name>/figure.{png,pdf}
-and the numbers it plots, figure.csv. Each experiment gets results/experiments/<experiment>/table.{md,csv} and
-accuracy.png; every run, one row per round with its settings as columns, is in results/runs.parquet.
-
-Imported by the Snakefile while it builds the DAG: no torch, no pandas."""
-
-import dataclasses
-import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
 from fedavail.plan.config import experiment_seeds
-from fedavail.plan.options import Registry
+from fedavail.plan.options import Registry, has_type, type_name
 from fedavail.plan.paths import EXPERIMENT_DIR, REPORT_DIR, RUN_DIR, path
 from fedavail.plan.traces import TRACE_MODELS
 
@@ -55,7 +42,6 @@ class Report:
 
     @classmethod
     def from_config(cls, raw: dict) -> "Report":
-        """The spec as the config writes it (its keys and types already checked)."""
         return cls(**raw)
 
     def check(self, config: dict) -> None:
@@ -389,74 +375,30 @@ class Claims(Report):
         super().check(config)
 
 
-# ---------------------------------------------------------------- parsing
-
-
-def _fits(value, hint) -> bool:
-    """`value` has the annotated type (an int is a float, a bool is neither)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Literal:
-        return value in args
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, h) for h in args)
-    if origin is list:
-        return isinstance(value, list) and (not args or all(_fits(v, args[0]) for v in value))
-    if origin is dict:
-        return isinstance(value, dict) and all(isinstance(k, str) and _fits(v, args[1]) for k, v in value.items())
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
-
-
-def _describe(hint) -> str:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Literal:
-        return f"one of {args}"
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(h) for h in args)
-    if origin is list:
-        return f"a list of {_describe(args[0])}" if args else "a list"
-    if origin is dict:
-        return f"a mapping to {_describe(args[1])}"
-    return {type(None): "null", float: "a number", int: "an integer", bool: "true or false", str: "a string"}.get(
-        hint, getattr(hint, "__name__", str(hint)))
-
-
 def parse_report(name: str, raw: dict, config: dict) -> Report:
     """The report's typed spec, checked against the config; ValueError("reports.<name>.<key>: ...") otherwise."""
-    where = f"reports.{name}"
     try:
-        return _parse(raw, config)
+        kind = raw.get("kind")
+        cls = KINDS[kind]
+        hints = typing.get_type_hints(cls)
+        known = [f.name for f in fields(cls)]
+        for key, value in raw.items():
+            if key not in known:
+                raise ValueError(f"{key}: not a key of kind {kind!r} (keys: {sorted(known)})")
+            if not has_type(value, hints[key]):
+                raise ValueError(f"{key}: must be {type_name(hints[key])}, got {value!r}")
+        for f in fields(cls):  # a default of None that the key's type does not allow: the key is required
+            if f.name not in raw and f.default is None and not has_type(None, hints[f.name]):
+                raise ValueError(f"{f.name}: required by kind {kind!r}")
+        report = cls.from_config(raw)
+        report.check(config)
+        return report
     except ValueError as error:
-        raise ValueError(f"{where}.{error}") from error
-
-
-def _parse(raw: dict, config: dict) -> Report:
-    kind = raw.get("kind")
-    cls = KINDS[kind]
-    hints = typing.get_type_hints(cls)
-    fields = dataclasses.fields(cls)
-    known = {f.name for f in fields}
-    for key, value in raw.items():
-        if key not in known:
-            raise ValueError(f"{key}: not a key of kind {kind!r} (keys: {sorted(known)})")
-        if not _fits(value, hints[key]):
-            raise ValueError(f"{key}: must be {_describe(hints[key])}, got {value!r}")
-    for f in fields:  # a default of None that the key's type does not allow: the key is required
-        if f.name not in raw and f.default is None and not _fits(None, hints[f.name]):
-            raise ValueError(f"{f.name}: required by kind {kind!r}")
-    report = cls.from_config(raw)
-    report.check(config)
-    return report
+        raise ValueError(f"reports.{name}.{error}") from error
 
 
 def parse_reports(config: dict) -> dict[str, Report]:
     return {name: parse_report(name, raw, config) for name, raw in (config.get("reports") or {}).items()}
-
-
-# ---------------------------------------------------------------- experiments and paths
 
 
 def experiment_settings(config: dict, experiment: str) -> dict:
@@ -477,14 +419,10 @@ def _stated_trace(config: dict, name: str) -> dict:
 
 def applicable(settings: dict) -> set[str]:
     """The trace attributes that shape this experiment's availability."""
-    dynamics, inner = settings["dynamics"], settings["inner"]
-    found = set()
-    if dynamics == "sine":
-        found.add("gamma")
-    if dynamics in ("staircase", "sine") or (dynamics == "two_group" and inner == "staircase"):
-        found.add("period")
-        if dynamics != "sine":
-            found.add("low")
+    dynamics = settings["dynamics"]
+    found = {"gamma"} if dynamics == "sine" else set()
+    if dynamics in ("staircase", "sine") or (dynamics == "two_group" and settings["inner"] == "staircase"):
+        found |= {"period"} if dynamics == "sine" else {"period", "low"}
     if dynamics == "two_group":
         found |= {"window", "inner"}
     return found
@@ -505,8 +443,6 @@ def attributes(experiment: str, partition: dict, trace: dict, training: dict) ->
     return settings
 
 
-
-
 def experiment_outputs(experiment: str) -> dict[str, str]:
     folder = path(EXPERIMENT_DIR, experiment=experiment)
     return {"md": f"{folder}/table.md", "csv": f"{folder}/table.csv", "png": f"{folder}/accuracy.png"}
@@ -521,9 +457,6 @@ def report_outputs(name: str, report: Report) -> dict[str, str]:
     if report.SHAPE == "paper_table":
         paths.update(paper_md=f"{folder}/paper.md", paper_tex=f"{folder}/paper.tex", paper_csv=f"{folder}/paper.csv")
     return paths
-
-
-# ---------------------------------------------------------------- job specs
 
 
 def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) -> dict:
@@ -545,7 +478,7 @@ def report_job(config: dict, name: str, report: Report | None = None) -> dict:
     """Report `name`'s job spec; `report` is its parsed spec when the caller has it already."""
     report = report or parse_report(name, config["reports"][name], config)
     selected = {e: report.selected(config, e) for e in report.experiments}
-    return _job(config, name, dataclasses.asdict(report), selected)
+    return _job(config, name, asdict(report), selected)
 
 
 def experiment_job(config: dict, experiment: str) -> dict:

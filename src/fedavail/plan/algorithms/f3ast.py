@@ -1,5 +1,3 @@
-"""f3ast's options (the behaviour: fedavail.algorithms.f3ast)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions

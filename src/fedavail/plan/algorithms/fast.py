@@ -1,5 +1,3 @@
-"""fast's options (the behaviour: fedavail.algorithms.fast)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms import resolve_algorithm

@@ -1,5 +1,3 @@
-"""fedau's options (the behaviour: fedavail.algorithms.fedau)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions

@@ -1,5 +1,3 @@
-"""fedavg's options (the behaviour: fedavail.algorithms.fedavg)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions

@@ -1,5 +1,3 @@
-"""fedprox's options (the behaviour: fedavail.algorithms.fedprox)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions

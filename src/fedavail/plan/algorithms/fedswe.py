@@ -1,5 +1,3 @@
-"""fedswe's options (the behaviour: fedavail.algorithms.fedswe)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions

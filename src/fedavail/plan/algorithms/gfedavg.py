@@ -1,5 +1,3 @@
-"""gfedavg's options (the behaviour: fedavail.algorithms.gfedavg)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions

@@ -1,12 +1,7 @@
-"""The files generated from the plan layer's settings. `python -m fedavail.plan.docs` prints the generated part of
-docs/configuration.md; `python -m fedavail.plan.docs --write` writes all of them:
-
-  docs/configuration.md               every key, between the two marker lines (the Reports and Grids sections below
-                                      them are written by hand)
-  docs/algorithms.md                  each algorithm's options table, between the marker lines in its section
-  workflow/schemas/config.schema.yaml the JSON schema the workflow validates a config with (fedavail.plan.schema)
-
-tests/test_plan_docs.py fails when a committed file differs from what is generated."""
+"""The files generated from the plan layer's settings: the part of docs/configuration.md between its marker lines,
+each algorithm's options table in docs/algorithms.md, and workflow/schemas/config.schema.yaml (fedavail.plan.schema).
+`python -m fedavail.plan.docs` prints the first, `--write` writes them all; tests/test_plan_docs.py fails when a
+committed file differs from what is generated."""
 
 import sys
 import types

@@ -1,22 +1,7 @@
-"""Grids and named sets in a config, expanded into plain named entries before the config is validated, so nothing
-downstream sees them (docs/configuration.md, "Grids").
-
-- A grid entry: an entry of `partitions`, `traces`, `algorithms` or `experiments` whose name holds `{axis}` fields and
-  which has a `grid:` mapping of axes. Each axis is a list of values, or a mapping of value -> overrides deep-merged
-  into the entry (later axes win). The product of the axes gives one entry per cell, named by filling the name's
-  fields; in the entry's strings `{axis}` is replaced by the cell's value (a string that is exactly "{axis}" becomes
-  the value itself, so numbers stay numbers).
-- `algorithm_sets:` names lists of algorithms (or of other sets); an `algorithms:` list of an experiment or a report
-  may name a set, or be a set's name.
-- A report's `experiments:` list may hold glob patterns (`fmnist_*`: the matching experiments in config order) and
-  exclusions (`!*_uniform`: drop the matches so far).
-- A claim of a `claims` report with a `grid:` stands for one claim per cell (`{axis}` filled in its text, source,
-  check and paper); a check `all_of: {grid: {...}, check: ...}` stands for the list of that check over its cells
-  (inside a claim grid, both grids' axes fill it). Strings of claims without a grid are left as written.
-
-A config expands to at most MAX_GRID_CELLS cells (all its grids together, each counted before it is expanded) and
-MAX_RUNS training runs.
-"""
+"""Grids (entries whose name holds `{axis}` fields and which have a `grid:` of axes), algorithm sets, experiment
+patterns of reports and claim grids, expanded into plain named entries before the config is validated, so nothing
+downstream sees them (docs/configuration.md, "Grids"). A config expands to at most MAX_GRID_CELLS cells (all its
+grids together, each counted before it is expanded) and MAX_RUNS training runs."""
 
 import itertools
 import math

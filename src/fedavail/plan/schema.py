@@ -1,12 +1,8 @@
-"""workflow/schemas/config.schema.yaml, generated from the plan layer's settings (`python -m fedavail.plan.docs
---write` writes it, tests/test_plan_docs.py checks it): the config's structure, every block's keys with their types,
-allowed values and meanings, and the names the registries know (datasets, schemes, trace models, algorithms, models,
-report kinds).
+"""workflow/schemas/config.schema.yaml, generated from the plan layer's settings (fedavail.plan.docs writes it).
 
 The workflow validates with snakemake's set_default, so the schema states defaults exactly where jobs read the config
-as it is: execution, training and training.augmentation. Every other block's defaults are filled in by the plan
-layer when a job's spec is resolved, and the value bounds of every setting are checked there
-(fedavail.plan.plan.build_plan, with messages that name the key); the schema bounds only what no dataclass
+as it is: execution, training and training.augmentation. Every other block's defaults, and the value bounds of every
+setting, the plan layer fills in and checks (fedavail.plan.plan.build_plan); the schema bounds only what no dataclass
 declares: the seeds, the dataset options and an algorithm entry's own lr."""
 
 import types

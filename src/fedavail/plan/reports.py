@@ -47,18 +47,6 @@ class Report:
     def check(self, config: dict) -> None:
         """Raise ValueError("<key>: ...") for what the types cannot say."""
         self._check_positive()
-        self._check_experiments(config)
-        self._check_layout(config)
-
-    def _check_positive(self) -> None:
-        for key in self.POSITIVE:
-            value = getattr(self, key)
-            if value is not None and value < 1:
-                raise ValueError(f"{key}: must be a positive integer, got {value!r}")
-        if getattr(self, "decimals", 0) < 0:
-            raise ValueError(f"decimals: must be >= 0, got {self.decimals!r}")
-
-    def _check_experiments(self, config: dict) -> None:
         if not self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} needs at least one experiment")
         for experiment in self.experiments:
@@ -68,24 +56,25 @@ class Report:
         for algorithm in self.algorithms or ():
             if algorithm not in offered:
                 raise ValueError(f"algorithms: {algorithm!r} is run by none of the report's experiments")
-
-    def _check_layout(self, config: dict) -> None:
-        if not self.LAYOUT:
-            return
-        placed = {}
-        for experiment in self.experiments:
+        placed = {}  # LAYOUT position -> the experiment there
+        for experiment in self.experiments if self.LAYOUT else ():
             settings = experiment_settings(config, experiment)
-            position = []
             for key in self.LAYOUT:
-                attribute = getattr(self, key)
-                if attribute not in settings["applies"]:
-                    raise ValueError(f"{key}: experiment {experiment!r} has no {attribute!r}")
-                position.append(settings.get(attribute))
-            position = tuple(position)
+                if getattr(self, key) not in settings["applies"]:
+                    raise ValueError(f"{key}: experiment {experiment!r} has no {getattr(self, key)!r}")
+            position = tuple(settings.get(getattr(self, key)) for key in self.LAYOUT)
             if position in placed:
                 raise ValueError(f"experiments: {placed[position]!r} and {experiment!r} land in the same cell "
                                  f"({', '.join(f'{getattr(self, k)} = {v}' for k, v in zip(self.LAYOUT, position))})")
             placed[position] = experiment
+
+    def _check_positive(self) -> None:
+        for key in self.POSITIVE:
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ValueError(f"{key}: must be a positive integer, got {value!r}")
+        if getattr(self, "decimals", 0) < 0:
+            raise ValueError(f"decimals: must be >= 0, got {self.decimals!r}")
 
     def selected(self, config: dict, experiment: str) -> list[str]:
         ran = config["experiments"][experiment]["algorithms"]

@@ -166,28 +166,10 @@ def _with_claims(key: str, report, budget: _CellBudget):
     for i, claim in enumerate(report["claims"]):
         at = f"{key}.claims[{i}]"
         if isinstance(claim, dict) and "grid" in claim:
-            claims += [_fill_claim(at, cell, values, budget) for values, cell in _combinations(at, claim, budget)]
+            claims += [_substitute(at, cell, values, budget) for values, cell in _combinations(at, claim, budget)]
         else:
-            claims.append(_fill_claim(at, claim, None, budget))
+            claims.append(_substitute(at, claim, None, budget))
     return {**report, "claims": claims}
-
-
-def _fill_claim(key: str, value, values: dict | None, budget: _CellBudget):
-    """`value` with `{axis}` filled from `values` (None: strings kept as written) and `all_of` grids expanded."""
-    if isinstance(value, dict):
-        if set(value) == {"all_of"} and isinstance(value["all_of"], dict):
-            inner = value["all_of"]
-            where = f"{key}.all_of"
-            if set(inner) != {"grid", "check"}:
-                raise ConfigError(f"{where}: a list of checks, or a mapping with `grid` and `check`")
-            return {"all_of": [_fill_claim(f"{where}.check", cell["check"], cell_values, budget)
-                               for cell_values, cell in _combinations(where, inner, budget, values)]}
-        return {k: _fill_claim(f"{key}.{k}", v, values, budget) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fill_claim(f"{key}[{i}]", v, values, budget) for i, v in enumerate(value)]
-    if values is None or not isinstance(value, str):
-        return value
-    return _substitute(key, value, values)
 
 
 def _axis_values(key: str, values) -> list[tuple[object, dict]]:
@@ -229,12 +211,20 @@ def _fields(key: str, text: str) -> list[str]:
     return [field for _, field, _, _ in parsed if field is not None]
 
 
-def _substitute(key: str, value, values: dict):
+def _substitute(key: str, value, values: dict | None, budget: _CellBudget | None = None):
+    """`value` with `{axis}` filled from `values` (None: strings kept as written); in a claim (with the `budget`),
+    `all_of` grids expanded."""
     if isinstance(value, dict):
-        return {k: _substitute(f"{key}.{k}", v, values) for k, v in value.items()}
+        if budget and set(value) == {"all_of"} and isinstance(value["all_of"], dict):
+            inner, where = value["all_of"], f"{key}.all_of"
+            if set(inner) != {"grid", "check"}:
+                raise ConfigError(f"{where}: a list of checks, or a mapping with `grid` and `check`")
+            return {"all_of": [_substitute(f"{where}.check", cell["check"], cell_values, budget)
+                               for cell_values, cell in _combinations(where, inner, budget, values)]}
+        return {k: _substitute(f"{key}.{k}", v, values, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute(f"{key}[{i}]", v, values) for i, v in enumerate(value)]
-    if not isinstance(value, str):
+        return [_substitute(f"{key}[{i}]", v, values, budget) for i, v in enumerate(value)]
+    if values is None or not isinstance(value, str):
         return value
     fields = _fields(key, value)
     for field in fields:

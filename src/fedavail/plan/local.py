@@ -68,9 +68,8 @@ class LocalOptions:
 
 
 def resolve_local(local: dict | None, algorithm_lr: float | None, where: str) -> LocalOptions:
-    """The experiment's `training.local` block with the algorithm's own lr, checked, every default filled in.
-
-    `where` is the key path of the block in the config, used in every error message."""
+    """The experiment's `training.local` block with the algorithm's own lr, checked (errors name the key under
+    `where`), every default filled in."""
     values = dict(local or {})
     unknown = sorted(set(values) - {f.name for f in fields(LocalOptions)})
     if unknown:

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
-from fedavail.plan.config import experiment_seeds
+from fedavail.plan.config import experiment_seeds, stated_trace
 from fedavail.plan.options import Registry, has_type, type_name
 from fedavail.plan.paths import EXPERIMENT_DIR, REPORT_DIR, RUN_DIR, path
 from fedavail.plan.traces import TRACE_MODELS
@@ -395,15 +395,8 @@ def experiment_settings(config: dict, experiment: str) -> dict:
     a γ even where the trace model's default gives it)."""
     exp = config["experiments"][experiment]
     partition = config["partitions"][exp["partition"]]
-    settings = attributes(experiment, partition, _stated_trace(config, exp["trace"]), exp["training"])
+    settings = attributes(experiment, partition, stated_trace(config, exp["trace"]), exp["training"])
     return {**settings, "applies": {a for a in ATTRIBUTES if settings[a] is not None} | applicable(settings)}
-
-
-def _stated_trace(config: dict, name: str) -> dict:
-    """The trace's settings as the config states them, num_clients taken from its partition when not given."""
-    trace = {**config["traces"][name]}
-    trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
-    return trace
 
 
 def applicable(settings: dict) -> set[str]:
@@ -455,7 +448,7 @@ def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) 
     for experiment, algorithms in selected.items():
         exp = config["experiments"][experiment]
         experiments[experiment] = {"partition": config["partitions"][exp["partition"]],
-                                   "trace": _stated_trace(config, exp["trace"]),
+                                   "trace": stated_trace(config, exp["trace"]),
                                    "training": exp["training"], "algorithms": algorithms,
                                    "seeds": list(experiment_seeds(config, experiment))}
     used = {a for info in experiments.values() for a in info["algorithms"]}

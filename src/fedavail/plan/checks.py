@@ -63,9 +63,6 @@ def check_finite(value, key: str = "config") -> None:
         raise ConfigError(f"{key.removeprefix('config.')}: {value} is not a finite number")
 
 
-# ---------------------------------------------------------------- entries and their cross-references
-
-
 @dataclass(frozen=True)
 class Entries:
     """Every entry of a config resolved once, every default filled in: the settings jobs receive."""

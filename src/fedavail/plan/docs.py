@@ -154,7 +154,6 @@ def with_options_tables(text: str) -> str:
 
 
 def write() -> None:
-    """Regenerate every generated file."""
     from fedavail.io import write_text
 
     text = DOCUMENT.read_text(encoding="utf-8")

@@ -19,8 +19,6 @@ _ALLOCATION = ("equal: client sizes N/m, per-class counts rounded from ν_i·n_i
 
 @dataclass(frozen=True, kw_only=True)
 class Scheme:
-    """What every scheme declares besides its settings."""
-
     DRAWS_NU: ClassVar[bool] = False  # whether it draws a class mix ν_i per client (the fedswe trace model reads it)
 
     def for_classes(self, num_classes: int) -> "Scheme":

@@ -182,5 +182,4 @@ def generate() -> dict:
 
 
 def text() -> str:
-    """The schema as the committed YAML file."""
     return HEADER + yaml.safe_dump(generate(), sort_keys=False, allow_unicode=True, width=120)

@@ -216,7 +216,6 @@ def full_trace_spec(spec: dict) -> dict:
 
 
 def records_prob(spec: dict) -> bool:
-    """Whether traces of this spec store p_i^t."""
     return resolve_trace(spec).records_prob()
 
 

@@ -19,7 +19,6 @@ NOT_ALGORITHMS = frozenset({"base"})
 
 @functools.cache
 def known_algorithms() -> tuple[str, ...]:
-    """Every registered algorithm's name, sorted."""
     return tuple(sorted(module.name for module in pkgutil.iter_modules(__path__) if module.name not in NOT_ALGORITHMS))
 
 

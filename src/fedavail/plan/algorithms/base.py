@@ -9,8 +9,6 @@ from fedavail.plan.options import check_choices, option
 
 @dataclass(frozen=True, kw_only=True)
 class AlgorithmOptions:
-    """Every algorithm's settings."""
-
     # key -> (what its value must be, the test of a value), checked after the choices and global_lr
     BOUNDS: ClassVar[dict] = {}
 

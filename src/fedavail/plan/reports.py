@@ -164,34 +164,36 @@ class Memory(Report):
                    "peak memory and wall time")
 
 
+class Figure(Report):  # writes figure.{png,pdf,csv}
+    SHAPE = "figure"
+
+
 @KINDS.add("curves")
 @dataclass(frozen=True)
-class Curves(Report):
+class Curves(Figure):
     DESCRIPTION = ("{metric} against the round, mean over seeds with a band of ± one standard deviation (FedSWE Figs. "
                    "7 and 10 style)")
     metric: str = "test_acc"
     sample_every: int | None = None
     log_y: bool = False
     eval_model: EvalModel = "local_mean"
-    SHAPE = "figure"
     POSITIVE = ("sample_every",)
 
 
 @KINDS.add("consensus")
 @dataclass(frozen=True)
-class Consensus(Report):
+class Consensus(Figure):
     DESCRIPTION = ("the consensus error (1/m) Σ_i ‖x_i − x̄‖² on a logarithmic scale, mean over seeds ± one standard "
                    "deviation (FedSWE Fig. 6 style)")
     metric: str = "consensus_error"
     sample_every: int | None = None
     log_y: bool = True
-    SHAPE = "figure"
     POSITIVE = ("sample_every",)
 
 
 @KINDS.add("k_sweep")
 @dataclass(frozen=True)
-class KSweep(Report):
+class KSweep(Figure):
     DESCRIPTION = ("test accuracy averaged over the last {last_n} rounds and the number of rounds to reach "
                    "{target_percent}% test accuracy against FedSWE's interpolation coefficient {parameter} (FedSWE "
                    "Figs. 8, 9, 11 and 12 style); mean ± std over seeds")
@@ -200,7 +202,6 @@ class KSweep(Report):
     target: float = 0.4
     sample_every: int | None = None
     eval_model: EvalModel = "local_mean"
-    SHAPE = "figure"
     POSITIVE = ("last_n", "sample_every")
 
     def check(self, config: dict) -> None:
@@ -217,14 +218,13 @@ class KSweep(Report):
 
 @KINDS.add("grid")
 @dataclass(frozen=True)
-class Grid(Report):
+class Grid(Figure):
     DESCRIPTION = ("train and test accuracy (%) of each run's last-{last_n}-round average against {x}, one line per "
                    "{hue} (FedSWE Fig. 3 style); mean ± std over seeds")
     x: Attribute = None
     hue: Attribute = None
     last_n: int = 50
     eval_model: EvalModel = "local_mean"
-    SHAPE = "figure"
     POSITIVE = ("last_n",)
     LAYOUT = ("x", "hue")
 
@@ -236,24 +236,22 @@ class Grid(Report):
 
 @KINDS.add("fast_ratio")
 @dataclass(frozen=True)
-class FastRatio(Report):
+class FastRatio(Figure):
     DESCRIPTION = ("test accuracy of the server model (mean of the last {last} test accuracies) against Ratio, the "
                    "share of rounds with arbitrary participation; algorithms without snapshots sit at Ratio = 100%")
     last: int = 5
-    SHAPE = "figure"
     POSITIVE = ("last",)
 
 
 @KINDS.add("fast_q")
 @dataclass(frozen=True)
-class FastQ(Report):
+class FastQ(Figure):
     """Adaptive FAST: q_t and the accuracy signal it follows, per round and seed."""
 
     DESCRIPTION = ("adaptive FAST (FAST Algorithm 2): the snapshot probability q_t that governed each round (top) and "
                    "the signal it is updated from, the participants' mean local training accuracy acc_t (bottom), one "
                    "line per seed, snapshot rounds marked ×; q_(t+1) = clip(q_t + λ(acc_(t−1) − acc_t), 0, 1) rises "
                    "only when the signal falls")
-    SHAPE = "figure"
 
     def check(self, config: dict) -> None:
         super().check(config)
@@ -266,9 +264,7 @@ class FastQ(Report):
 
 
 @dataclass(frozen=True)
-class Toy(Report):
-    SHAPE = "figure"
-
+class Toy(Figure):
     def check(self, config: dict) -> None:
         if self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} computes its figure exactly and uses no experiments")

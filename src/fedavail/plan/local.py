@@ -1,10 +1,7 @@
 """`training.local`, an experiment's local optimisation, resolved once (an algorithm's own `lr` overrides the block's).
-
-Local work is `steps: K` (K minibatches of exactly batch_size samples, drawn from reshuffles of the client's data
-keyed by the round) or `epochs: E` (passes over the client's data, the last batch of each pass partial). With
-`max_steps: K` an epoch run stops after K steps and continues at the client's next participation, as the FAST code's
-persistent data iterator does: with E = 1 a client takes min(⌈n_i/B⌉ − b_i, K) steps, b_i being the batches it
-already took of its current epoch."""
+With `epochs: E` and `max_steps: K` a client continues its epoch at its next participation, as the FAST code's
+persistent data iterator does: with E = 1 it takes min(⌈n_i/B⌉ − b_i, K) steps, b_i the batches of its current epoch
+it already took."""
 
 import math
 from dataclasses import asdict, dataclass, fields

@@ -1,12 +1,5 @@
 """Every check of a config beyond its JSON schema, run by fedavail.plan.plan.build_plan before any job starts; every
-error names the key path (`partitions.p.alpha: ...`):
-
-- names that are safe in paths and shell commands (check_names), finite numbers (check_finite);
-- each partition, trace, algorithm, experiment and the execution block resolved against its typed settings, once,
-  and the cross-references between them (resolve_entries);
-- settings valid alone that cannot run together: a budget larger than the clients, a class mix the partition does not
-  store, known p_i^t from a trace without them, ... (check_combinations);
-- the `reports:` section (parse_checked_reports)."""
+error names the key path (`partitions.p.alpha: ...`)."""
 
 import math
 import re
@@ -18,7 +11,7 @@ from fedavail.plan.config import (DATASETS, MAX_MESSAGE_LENGTH, ConfigError, cut
                                   shorten, trace_spec, without)
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
-from fedavail.plan.options import key_table, required
+from fedavail.plan.options import REQUIRED, key_table
 from fedavail.plan.partitions import SCHEMES_DRAWING_NU
 from fedavail.plan.reports import Report, parse_reports
 from fedavail.plan.traces import TRACE_MODELS, check_trace_for, records_prob
@@ -40,9 +33,6 @@ def schema_problem(error) -> str:
     repeats it, whatever its size, and its part of the schema)."""
     key = ".".join(str(part) for part in error.absolute_path) or "config"
     return cut(f"{key}: {error.message.replace(repr(error.instance), shorten(error.instance))}", MAX_MESSAGE_LENGTH)
-
-
-# ---------------------------------------------------------------- names and numbers
 
 
 def check_names(config: dict) -> None:
@@ -71,9 +61,6 @@ def check_finite(value, key: str = "config") -> None:
             check_finite(item, f"{key}[{index}]")
     elif isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{key.removeprefix('config.')}: {value} is not a finite number")
-
-
-# ---------------------------------------------------------------- entries and their cross-references
 
 
 @dataclass(frozen=True)
@@ -159,16 +146,13 @@ def _typed(cls, values: dict, where: str):
     unknown = sorted(set(values) - set(allowed))
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(allowed)})")
-    missing = [name for name in required(cls) if name not in values]
+    missing = [key for key, default in allowed.items() if default == REQUIRED and key not in values]
     if missing:
         raise ConfigError(f"{where}.{missing[0]}: missing")
     try:
         return cls(**values)
     except ValueError as error:
         raise ConfigError(f"{where}.{error}") from error
-
-
-# ---------------------------------------------------------------- settings that cannot run together
 
 
 def check_combinations(config: dict, entries: Entries) -> None:
@@ -198,10 +182,7 @@ def _check_batch_size(config: dict, name: str, experiment: dict) -> None:
 
 def _check_trace_combinations(config: dict, name: str, spec: dict) -> None:
     if spec["num_clients"] is not None:
-        try:
-            check_trace_for(spec, spec["num_clients"])
-        except ValueError as error:
-            raise ConfigError(f"traces.{name}: {error}") from error
+        _wrap(f"traces.{name}", check_trace_for, spec, spec["num_clients"])
     if spec["model"] == "fedswe" and spec["class_mix"] == "nu":
         scheme = config["partitions"][spec["partition"]]["scheme"]
         if scheme not in SCHEMES_DRAWING_NU:
@@ -221,9 +202,6 @@ def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, alg
         raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace {trace_name!r} "
                           f"(model {trace['model']!r}, distribution {trace.get('distribution')!r}) does not record "
                           f"(experiment {experiment!r})")
-
-
-# ---------------------------------------------------------------- reports
 
 
 def parse_checked_reports(config: dict) -> dict[str, Report]:

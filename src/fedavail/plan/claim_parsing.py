@@ -1,31 +1,5 @@
-"""The `claims` report kind's claims, parsed: each paper claim as a declarative check over cells of the runs.
-
-    claims:
-      - claim: "FedSWE (k = 100) beats FedAvg over active clients under sine availability"
-        source: "FedSWE Table 2 (§7.2)"
-        check: {greater: [mnist5k_sine/fedswe_k100, mnist5k_sine/fedavg_active]}
-        paper: {dataset: svhn, dynamics: sine}      # optional: the published cells to show beside ours
-
-A cell is "<experiment>/<algorithm>", or a mapping {cell: "<experiment>/<algorithm>", metric: ..., model: ...}.
-metric: test_acc (default), train_acc, consensus_error (each run's mean over its last `last_n` rounds) or
-snapshot_share (the share of FAST snapshot rounds, 1 − FAST's Ratio). model: local_mean (the mean of the clients'
-local copies, for algorithms that keep them) or global (the server model); by default the report's `model`.
-
-Checks (thresholds and margins in the metric's own units, accuracies and shares as fractions); every comparison is
-of per-seed values paired by seed (fedavail.report.claims):
-  greater: [a, b]                                a > b
-  non_inferior: {method, reference, margin}      method > reference − margin ("competitive with"; margin 0.01)
-  recovers_gap: {method, low, high, fraction}    method − low > fraction · (high − low), with high − low > 0
-  below: [a, threshold]  /  above: [a, threshold]
-  decreasing: [a, b, c, ...]                     each below the previous
-  peak: {sweep: [a, b, ...], at: [c, ...]}       the best of the `at` cells (members of the sweep) beats every
-                                                 other cell of the sweep ("accuracy against k peaks near k = m")
-  all_of: [check, check, ...]                    every one of them
-
-`paper` (optional): where the paper publishes the same comparison, the published cells' dataset, dynamics and (where
-it tells them apart) alpha, gamma; each compared cell is looked up by its algorithm's identity in the published values
-(fedavail/report/paper_values.csv), and the paper's own difference and spread are shown beside ours.
-"""
+"""The `claims` report kind's claims parsed: each paper claim a declarative check over cells
+"<experiment>/<algorithm>" of the runs (docs/configuration.md, "Reports"; evaluated by fedavail.report.claims)."""
 
 from fedavail.plan.options import REQUIRED, check_keys
 
@@ -65,32 +39,34 @@ def _number(value, where: str) -> float:
     return float(value)
 
 
-def _gap(args, where: str) -> dict:
+def _mapping(args, keys: dict, where: str) -> None:
     if not isinstance(args, dict):
-        raise ValueError(f"{where}: a mapping with {sorted(GAP_KEYS)}")
-    check_keys(args, GAP_KEYS, "key", where)
+        raise ValueError(f"{where}: a mapping with {sorted(keys)}")
+    check_keys(args, keys, "key", where)
+
+
+def _cells(args: dict, roles: tuple, where: str) -> dict:
+    return {role: parse_cell(args[role], f"{where}.{role}") for role in roles}
+
+
+def _gap(args, where: str) -> dict:
+    _mapping(args, GAP_KEYS, where)
     fraction = _number(args["fraction"], f"{where}.fraction")
     if not 0 < fraction <= 1:
         raise ValueError(f"{where}.fraction: in (0, 1], got {fraction!r}")
-    cells = {role: parse_cell(args[role], f"{where}.{role}") for role in ("method", "low", "high")}
-    return {"kind": "recovers_gap", "cells": cells, "fraction": fraction}
+    return {"kind": "recovers_gap", "cells": _cells(args, ("method", "low", "high"), where), "fraction": fraction}
 
 
 def _non_inferior(args, where: str) -> dict:
-    if not isinstance(args, dict):
-        raise ValueError(f"{where}: a mapping with {sorted(NON_INFERIOR_KEYS)}")
-    check_keys(args, NON_INFERIOR_KEYS, "key", where)
+    _mapping(args, NON_INFERIOR_KEYS, where)
     margin = _number(args.get("margin", NON_INFERIOR_KEYS["margin"]), f"{where}.margin")
     if margin < 0:
         raise ValueError(f"{where}.margin: >= 0, got {margin!r}")
-    cells = {role: parse_cell(args[role], f"{where}.{role}") for role in ("method", "reference")}
-    return {"kind": "non_inferior", "cells": cells, "margin": margin}
+    return {"kind": "non_inferior", "cells": _cells(args, ("method", "reference"), where), "margin": margin}
 
 
 def _peak(args, where: str) -> dict:
-    if not isinstance(args, dict):
-        raise ValueError(f"{where}: a mapping with {sorted(PEAK_KEYS)}")
-    check_keys(args, PEAK_KEYS, "key", where)
+    _mapping(args, PEAK_KEYS, where)
     sweep, at = args["sweep"], args["at"]
     if not isinstance(sweep, list) or len(sweep) < 2:
         raise ValueError(f"{where}.sweep: a list of two or more cells")
@@ -110,9 +86,7 @@ def _peak(args, where: str) -> dict:
 def _paper(paper, where: str) -> dict | None:
     if paper is None:
         return None
-    if not isinstance(paper, dict):
-        raise ValueError(f"{where}: a mapping with {sorted(PAPER_KEYS)}")
-    check_keys(paper, PAPER_KEYS, "key", where)
+    _mapping(paper, PAPER_KEYS, where)
     for key in ("alpha", "gamma"):
         if paper.get(key) is not None:
             _number(paper[key], f"{where}.{key}")
@@ -142,15 +116,10 @@ def parse_check(check, where: str) -> dict:
         if not isinstance(args, list) or not args:
             raise ValueError(f"{where}: a non-empty list of checks")
         return {"kind": kind, "parts": [parse_check(c, f"{where}[{i}]") for i, c in enumerate(args)]}
-    if kind == "recovers_gap":
-        return _gap(args, where)
-    if kind == "non_inferior":
-        return _non_inferior(args, where)
-    if kind == "peak":
-        return _peak(args, where)
     if kind in ("below", "above"):
         return _threshold(kind, args, where)
-    return _ordered(kind, args, where)
+    parse = {"recovers_gap": _gap, "non_inferior": _non_inferior, "peak": _peak}.get(kind)
+    return parse(args, where) if parse else _ordered(kind, args, where)
 
 
 def parse_claims(claims, where: str = "claims") -> list[dict]:
@@ -159,9 +128,7 @@ def parse_claims(claims, where: str = "claims") -> list[dict]:
     parsed = []
     for i, claim in enumerate(claims):
         at = f"{where}[{i}]"
-        if not isinstance(claim, dict):
-            raise ValueError(f"{at}: a mapping with {sorted(CLAIM_KEYS)}")
-        check_keys(claim, CLAIM_KEYS, "key", at)
+        _mapping(claim, CLAIM_KEYS, at)
         for key in ("claim", "source"):
             if not isinstance(claim[key], str) or not claim[key].strip():
                 raise ValueError(f"{at}.{key}: a non-empty string")

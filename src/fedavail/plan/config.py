@@ -63,12 +63,16 @@ def partition_spec(config: dict, name: str) -> dict:
     return {"dataset": spec["dataset"], **full_partition_spec(without(spec, "dataset"))}
 
 
+def stated_trace(config: dict, name: str) -> dict:
+    """The trace's settings as the config states them, num_clients taken from its partition when not given."""
+    trace = dict(config["traces"][name])
+    trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
+    return trace
+
+
 def trace_spec(config: dict, name: str) -> dict:
-    """The trace's settings, num_clients taken from its partition when not given, every default filled in."""
-    spec = dict(config["traces"][name])
-    if "num_clients" not in spec and spec.get("partition") in config["partitions"]:
-        spec["num_clients"] = config["partitions"][spec["partition"]].get("num_clients")
-    return full_trace_spec(spec)
+    """stated_trace with every default filled in."""
+    return full_trace_spec(stated_trace(config, name))
 
 
 @dataclass(frozen=True)

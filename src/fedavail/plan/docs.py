@@ -1,12 +1,7 @@
-"""The files generated from the plan layer's settings. `python -m fedavail.plan.docs` prints the generated part of
-docs/configuration.md; `python -m fedavail.plan.docs --write` writes all of them:
-
-  docs/configuration.md               every key, between the two marker lines (the Reports and Grids sections below
-                                      them are written by hand)
-  docs/algorithms.md                  each algorithm's options table, between the marker lines in its section
-  workflow/schemas/config.schema.yaml the JSON schema the workflow validates a config with (fedavail.plan.schema)
-
-tests/test_plan_docs.py fails when a committed file differs from what is generated."""
+"""The files generated from the plan layer's settings: the part of docs/configuration.md between its marker lines,
+each algorithm's options table in docs/algorithms.md, and workflow/schemas/config.schema.yaml (fedavail.plan.schema).
+`python -m fedavail.plan.docs` prints the first, `--write` writes them all; tests/test_plan_docs.py fails when a
+committed file differs from what is generated."""
 
 import sys
 import types
@@ -54,15 +49,13 @@ def _value(value) -> str:
     return str(value)
 
 
-def table(cls, skip=(), keys=None) -> list[str]:
-    """One row per setting of dataclass `cls` (those named in `keys`, in that order), but those in `skip`: key, type,
-    default, meaning (with the allowed values)."""
+def table(cls, keys=None) -> list[str]:
+    """One row per setting of dataclass `cls` (those named in `keys`, in that order): key, type, default, meaning
+    (with the allowed values)."""
     hints = typing.get_type_hints(cls)
     by_name = {f.name: f for f in fields(cls)}
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    for f in (by_name[key] for key in keys or by_name):
-        if f.name in skip:
-            continue
+    for f in (by_name[key] for key in (by_name if keys is None else keys)):
         default = default_of(f)
         meaning = f.metadata.get("doc", "")
         if f.metadata.get("choices"):
@@ -78,8 +71,8 @@ def _variants(title: str, key: str, registry: dict, common) -> list[str]:
         lines += ["", f"### {title} `{key}: {name}`", ""]
         if cls.__doc__ and not cls.__doc__.startswith(cls.__name__ + "("):
             lines += [" ".join(cls.__doc__.split()), ""]
-        own = [f.name for f in fields(common)] if common else []
-        rows = table(cls, skip=own)
+        inherited = [f.name for f in fields(common)] if common else []
+        rows = table(cls, keys=[f.name for f in fields(cls) if f.name not in inherited])
         lines += rows if len(rows) > 2 else ["No settings of its own."]
     return lines
 
@@ -142,9 +135,7 @@ def options_tables() -> dict[str, list[str]]:
     common = [f.name for f in fields(AlgorithmOptions)]
     tables = {}
     for name, cls in algorithm_options().items():
-        keys = cls.hyperparameters()
-        tables[f"algorithm: {name}"] = table(cls, keys=[k for k in keys if k not in common] + [
-            k for k in keys if k in common])
+        tables[f"algorithm: {name}"] = table(cls, keys=sorted(cls.hyperparameters(), key=lambda key: key in common))
     tables["training.local"] = table(LocalOptions)
     return tables
 
@@ -163,7 +154,6 @@ def with_options_tables(text: str) -> str:
 
 
 def write() -> None:
-    """Regenerate every generated file."""
     from fedavail.io import write_text
 
     text = DOCUMENT.read_text(encoding="utf-8")

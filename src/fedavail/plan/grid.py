@@ -1,22 +1,7 @@
-"""Grids and named sets in a config, expanded into plain named entries before the config is validated, so nothing
-downstream sees them (docs/configuration.md, "Grids").
-
-- A grid entry: an entry of `partitions`, `traces`, `algorithms` or `experiments` whose name holds `{axis}` fields and
-  which has a `grid:` mapping of axes. Each axis is a list of values, or a mapping of value -> overrides deep-merged
-  into the entry (later axes win). The product of the axes gives one entry per cell, named by filling the name's
-  fields; in the entry's strings `{axis}` is replaced by the cell's value (a string that is exactly "{axis}" becomes
-  the value itself, so numbers stay numbers).
-- `algorithm_sets:` names lists of algorithms (or of other sets); an `algorithms:` list of an experiment or a report
-  may name a set, or be a set's name.
-- A report's `experiments:` list may hold glob patterns (`fmnist_*`: the matching experiments in config order) and
-  exclusions (`!*_uniform`: drop the matches so far).
-- A claim of a `claims` report with a `grid:` stands for one claim per cell (`{axis}` filled in its text, source,
-  check and paper); a check `all_of: {grid: {...}, check: ...}` stands for the list of that check over its cells
-  (inside a claim grid, both grids' axes fill it). Strings of claims without a grid are left as written.
-
-A config expands to at most MAX_GRID_CELLS cells (all its grids together, each counted before it is expanded) and
-MAX_RUNS training runs.
-"""
+"""Grids (entries whose name holds `{axis}` fields and which have a `grid:` of axes), algorithm sets, experiment
+patterns of reports and claim grids, expanded into plain named entries before the config is validated, so nothing
+downstream sees them (docs/configuration.md, "Grids"). A config expands to at most MAX_GRID_CELLS cells (all its
+grids together, each counted before it is expanded) and MAX_RUNS training runs."""
 
 import itertools
 import math
@@ -181,28 +166,10 @@ def _with_claims(key: str, report, budget: _CellBudget):
     for i, claim in enumerate(report["claims"]):
         at = f"{key}.claims[{i}]"
         if isinstance(claim, dict) and "grid" in claim:
-            claims += [_fill_claim(at, cell, values, budget) for values, cell in _combinations(at, claim, budget)]
+            claims += [_substitute(at, cell, values, budget) for values, cell in _combinations(at, claim, budget)]
         else:
-            claims.append(_fill_claim(at, claim, None, budget))
+            claims.append(_substitute(at, claim, None, budget))
     return {**report, "claims": claims}
-
-
-def _fill_claim(key: str, value, values: dict | None, budget: _CellBudget):
-    """`value` with `{axis}` filled from `values` (None: strings kept as written) and `all_of` grids expanded."""
-    if isinstance(value, dict):
-        if set(value) == {"all_of"} and isinstance(value["all_of"], dict):
-            inner = value["all_of"]
-            where = f"{key}.all_of"
-            if set(inner) != {"grid", "check"}:
-                raise ConfigError(f"{where}: a list of checks, or a mapping with `grid` and `check`")
-            return {"all_of": [_fill_claim(f"{where}.check", cell["check"], cell_values, budget)
-                               for cell_values, cell in _combinations(where, inner, budget, values)]}
-        return {k: _fill_claim(f"{key}.{k}", v, values, budget) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fill_claim(f"{key}[{i}]", v, values, budget) for i, v in enumerate(value)]
-    if values is None or not isinstance(value, str):
-        return value
-    return _substitute(key, value, values)
 
 
 def _axis_values(key: str, values) -> list[tuple[object, dict]]:
@@ -244,12 +211,20 @@ def _fields(key: str, text: str) -> list[str]:
     return [field for _, field, _, _ in parsed if field is not None]
 
 
-def _substitute(key: str, value, values: dict):
+def _substitute(key: str, value, values: dict | None, budget: _CellBudget | None = None):
+    """`value` with `{axis}` filled from `values` (None: strings kept as written); in a claim (with the `budget`),
+    `all_of` grids expanded."""
     if isinstance(value, dict):
-        return {k: _substitute(f"{key}.{k}", v, values) for k, v in value.items()}
+        if budget and set(value) == {"all_of"} and isinstance(value["all_of"], dict):
+            inner, where = value["all_of"], f"{key}.all_of"
+            if set(inner) != {"grid", "check"}:
+                raise ConfigError(f"{where}: a list of checks, or a mapping with `grid` and `check`")
+            return {"all_of": [_substitute(f"{where}.check", cell["check"], cell_values, budget)
+                               for cell_values, cell in _combinations(where, inner, budget, values)]}
+        return {k: _substitute(f"{key}.{k}", v, values, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute(f"{key}[{i}]", v, values) for i, v in enumerate(value)]
-    if not isinstance(value, str):
+        return [_substitute(f"{key}[{i}]", v, values, budget) for i, v in enumerate(value)]
+    if values is None or not isinstance(value, str):
         return value
     fields = _fields(key, value)
     for field in fields:

@@ -1,11 +1,10 @@
-"""Loading a config: its files read strictly, merged in order, grids and sets expanded. load_config is the entry point
-the Snakefile, the benchmarks and the tests share; fedavail.plan.plan.build_plan then checks what it returns.
+"""Loading a config (load_config: the Snakefile, the benchmarks and the tests share it): its files read strictly,
+merged in order, grids and sets expanded; fedavail.plan.plan.build_plan then checks it.
 
-Strict reading: a key given twice in one mapping is an error (not "the later one wins"), and numbers in scientific
-notation (1e-3, 1.0e6, 5E+2) are numbers. PyYAML follows YAML 1.1, which reads those as strings; this loader resolves
-floats as YAML 1.2 does. YAML 1.1 also reads 010 as 8 (octal) and 1:00 as 60 (base 60): such a plain scalar is an
-error here, not a number nobody meant. A document whose aliases expand to more than MAX_NODES nodes (a "billion
-laughs") is refused before it is built."""
+Strict reading: a key twice in one mapping is an error, and numbers in scientific notation (1e-3) are numbers, as in
+YAML 1.2 (PyYAML follows YAML 1.1, which reads them as strings). A plain scalar that YAML 1.1 reads as another number
+than it shows (010 is 8, 1:00 is 60) is an error, and a document whose aliases expand to more than MAX_NODES nodes
+(a "billion laughs") is refused before it is built."""
 
 import re
 from pathlib import Path

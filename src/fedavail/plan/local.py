@@ -1,23 +1,7 @@
-"""Local optimisation: one block of an experiment's training settings (`training.local`), resolved once.
-
-    training:
-      local:
-        optimizer: sgd | momentum | adam       (momentum: heavy ball, PyTorch's SGD(momentum=μ); adam: PyTorch's Adam)
-        lr: 0.05                               (an algorithm's own `lr` overrides it: papers tune the LR per method)
-        schedule: constant | sqrt_decay | multistep   (sqrt_decay: η0 / sqrt(t/10 + 1), FedSWE App. H;
-                                                       multistep: η0 · gamma^(number of milestones <= t))
-        steps: 10          or   epochs: 1, max_steps: 10
-        batch_size: 128
-        grad_clip: null                        (max L2 norm of every minibatch gradient; off unless set)
-        optimizer_state: reset | persistent    (persistent: each client keeps its momentum / Adam moments across
-                                                rounds, as a per-client optimizer object does in the FAST code)
-
-Local work is `steps: K` (K minibatches of exactly batch_size samples, drawn from reshuffles of the client's data
-keyed by the round) or `epochs: E` (passes over the client's data in batches of batch_size, the last batch of each
-pass partial). With `max_steps: K` an epoch run stops after K steps and continues at the client's next
-participation, the way a client's persistent data iterator behaves in the FAST code (arXiv OpenReview H3AUl3pnlu):
-with E = 1 a client takes min(⌈n_i/B⌉ − b_i, K) steps, b_i being the batches it already took of its current epoch.
-"""
+"""`training.local`, an experiment's local optimisation, resolved once (an algorithm's own `lr` overrides the block's).
+With `epochs: E` and `max_steps: K` a client continues its epoch at its next participation, as the FAST code's
+persistent data iterator does: with E = 1 it takes min(⌈n_i/B⌉ − b_i, K) steps, b_i the batches of its current epoch
+it already took."""
 
 import math
 from dataclasses import asdict, dataclass, fields
@@ -81,9 +65,8 @@ class LocalOptions:
 
 
 def resolve_local(local: dict | None, algorithm_lr: float | None, where: str) -> LocalOptions:
-    """The experiment's `training.local` block with the algorithm's own lr, checked, every default filled in.
-
-    `where` is the key path of the block in the config, used in every error message."""
+    """The experiment's `training.local` block with the algorithm's own lr, checked (errors name the key under
+    `where`), every default filled in."""
     values = dict(local or {})
     unknown = sorted(set(values) - {f.name for f in fields(LocalOptions)})
     if unknown:

@@ -1,5 +1,4 @@
-"""Declaring settings once: each setting is a field of a frozen dataclass with its type, default and meaning, and a
-mapping from a config is checked against those annotations before the dataclass is built."""
+"""Declaring settings once: each setting is a field of a frozen dataclass with its type, default and meaning."""
 
 import math
 import numbers
@@ -16,10 +15,6 @@ def option(default=MISSING, doc: str = "", *, choices: tuple = ()):
     if isinstance(default, dict | list):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
-
-
-def required(cls) -> list[str]:
-    return [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
 
 
 def default_of(f):
@@ -51,27 +46,35 @@ def check_choices(options, what: str) -> None:
 
 
 def has_type(value, hint) -> bool:
-    """`value` fits the annotation: an int is a float, a float is never an int, bool is neither."""
-    allowed = _allowed(hint)
-    if value is None or isinstance(value, bool):
-        return type(value) in allowed
-    if isinstance(value, float):
-        return float in allowed and math.isfinite(value)
-    if isinstance(value, int):
-        return int in allowed or float in allowed
-    return any(isinstance(value, t) for t in allowed if isinstance(t, type))
+    """`value` fits the annotation: an int is a float, a float (finite) is never an int, a bool is neither."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return value in args
+    if origin in (typing.Union, types.UnionType):
+        return any(has_type(value, h) for h in args)
+    if origin is list:
+        return isinstance(value, list) and all(has_type(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) and has_type(v, args[1]) for k, v in value.items())
+    if hint is float:
+        return is_number(value)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
 
 
 def type_name(hint) -> str:
-    return " or ".join("null" if t is type(None) else "a finite number" if t is float else
-                       "an integer" if t is int else "a mapping" if t is dict else "a list" if t is list else
-                       t.__name__ for t in _allowed(hint))
-
-
-def _allowed(hint) -> tuple:
-    if isinstance(hint, types.UnionType):
-        return tuple(typing.get_origin(t) or t for t in typing.get_args(hint))
-    return (typing.get_origin(hint) or hint,)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return f"one of {args}"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(type_name(h) for h in args)
+    if origin is list:
+        return f"a list of {type_name(args[0])}"
+    if origin is dict:
+        return f"a mapping to {type_name(args[1])}"
+    return {type(None): "null", float: "a finite number", int: "an integer", bool: "true or false", str: "a string",
+            dict: "a mapping", list: "a list"}.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 def is_number(value) -> bool:

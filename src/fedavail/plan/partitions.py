@@ -13,16 +13,12 @@ ALLOCATIONS = ("equal", "class_proportional")
 # fedavail.data.partition (SPLITS).
 PARTITION_SCHEMES = Registry(f"{WHAT} 'scheme'")
 
-_CLIENTS = "number of clients m"
-_ALPHA = "Dirichlet concentration α (smaller: more heterogeneous clients)"
 _ALLOCATION = ("equal: client sizes N/m, per-class counts rounded from ν_i·n_i; class_proportional: each class split "
                "among clients in proportion to ν_{i,c} (the FedAWE/FedAU code; unequal sizes)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Scheme:
-    """What every scheme declares besides its settings."""
-
     DRAWS_NU: ClassVar[bool] = False  # whether it draws a class mix ν_i per client (the fedswe trace model reads it)
 
     def for_classes(self, num_classes: int) -> "Scheme":
@@ -34,8 +30,8 @@ class Scheme:
 class DirichletScheme(Scheme):
     MIN_CLIENTS: ClassVar[int] = 1
 
-    num_clients: int = option(doc=_CLIENTS)
-    alpha: float = option(doc=_ALPHA)
+    num_clients: int = option(doc="number of clients m")
+    alpha: float = option(doc="Dirichlet concentration α (smaller: more heterogeneous clients)")
 
     def __post_init__(self):
         check_int(self.num_clients, "num_clients", self.MIN_CLIENTS, WHAT)

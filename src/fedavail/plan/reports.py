@@ -1,27 +1,14 @@
-"""The config's `reports:` section as typed specs, one dataclass per report kind with its defaults written once here;
-each report job's slice of the config; and every report output path.
+"""The config's `reports:` section as typed specs, one dataclass per report kind with its defaults written here only;
+each report job's slice of the config; every report output path (docs/configuration.md, "Reports"). Imported by the
+Snakefile while it builds the DAG: no torch, no pandas."""
 
-    reports:
-      table2: {kind: fedswe_table, experiments: [svhn_stationary, svhn_sine, ...]}
-      fig8:   {kind: k_sweep, experiments: [svhn_two_group], last_n: 500}
-      fig2:   {kind: toy_heterogeneity}
-
-Outputs: a table-shaped report writes results/reports/<name>/table.{md,tex,csv}, and a paper table also the published
-values beside ours, results/reports/<name>/paper.{md,tex,csv}; a figure writes results/reports/<name>/figure.{png,pdf}
-and the numbers it plots, figure.csv. Each experiment gets results/experiments/<experiment>/table.{md,csv} and
-accuracy.png; every run, one row per round with its settings as columns, is in results/runs.parquet.
-
-Imported by the Snakefile while it builds the DAG: no torch, no pandas."""
-
-import dataclasses
-import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
-from fedavail.plan.config import experiment_seeds
-from fedavail.plan.options import Registry
+from fedavail.plan.config import experiment_seeds, stated_trace
+from fedavail.plan.options import Registry, has_type, type_name
 from fedavail.plan.paths import EXPERIMENT_DIR, REPORT_DIR, RUN_DIR, path
 from fedavail.plan.traces import TRACE_MODELS
 
@@ -55,24 +42,11 @@ class Report:
 
     @classmethod
     def from_config(cls, raw: dict) -> "Report":
-        """The spec as the config writes it (its keys and types already checked)."""
         return cls(**raw)
 
     def check(self, config: dict) -> None:
         """Raise ValueError("<key>: ...") for what the types cannot say."""
         self._check_positive()
-        self._check_experiments(config)
-        self._check_layout(config)
-
-    def _check_positive(self) -> None:
-        for key in self.POSITIVE:
-            value = getattr(self, key)
-            if value is not None and value < 1:
-                raise ValueError(f"{key}: must be a positive integer, got {value!r}")
-        if getattr(self, "decimals", 0) < 0:
-            raise ValueError(f"decimals: must be >= 0, got {self.decimals!r}")
-
-    def _check_experiments(self, config: dict) -> None:
         if not self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} needs at least one experiment")
         for experiment in self.experiments:
@@ -82,24 +56,25 @@ class Report:
         for algorithm in self.algorithms or ():
             if algorithm not in offered:
                 raise ValueError(f"algorithms: {algorithm!r} is run by none of the report's experiments")
-
-    def _check_layout(self, config: dict) -> None:
-        if not self.LAYOUT:
-            return
-        placed = {}
-        for experiment in self.experiments:
+        placed = {}  # LAYOUT position -> the experiment there
+        for experiment in self.experiments if self.LAYOUT else ():
             settings = experiment_settings(config, experiment)
-            position = []
             for key in self.LAYOUT:
-                attribute = getattr(self, key)
-                if attribute not in settings["applies"]:
-                    raise ValueError(f"{key}: experiment {experiment!r} has no {attribute!r}")
-                position.append(settings.get(attribute))
-            position = tuple(position)
+                if getattr(self, key) not in settings["applies"]:
+                    raise ValueError(f"{key}: experiment {experiment!r} has no {getattr(self, key)!r}")
+            position = tuple(settings.get(getattr(self, key)) for key in self.LAYOUT)
             if position in placed:
                 raise ValueError(f"experiments: {placed[position]!r} and {experiment!r} land in the same cell "
                                  f"({', '.join(f'{getattr(self, k)} = {v}' for k, v in zip(self.LAYOUT, position))})")
             placed[position] = experiment
+
+    def _check_positive(self) -> None:
+        for key in self.POSITIVE:
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ValueError(f"{key}: must be a positive integer, got {value!r}")
+        if getattr(self, "decimals", 0) < 0:
+            raise ValueError(f"decimals: must be >= 0, got {self.decimals!r}")
 
     def selected(self, config: dict, experiment: str) -> list[str]:
         ran = config["experiments"][experiment]["algorithms"]
@@ -189,34 +164,36 @@ class Memory(Report):
                    "peak memory and wall time")
 
 
+class Figure(Report):  # writes figure.{png,pdf,csv}
+    SHAPE = "figure"
+
+
 @KINDS.add("curves")
 @dataclass(frozen=True)
-class Curves(Report):
+class Curves(Figure):
     DESCRIPTION = ("{metric} against the round, mean over seeds with a band of ± one standard deviation (FedSWE Figs. "
                    "7 and 10 style)")
     metric: str = "test_acc"
     sample_every: int | None = None
     log_y: bool = False
     eval_model: EvalModel = "local_mean"
-    SHAPE = "figure"
     POSITIVE = ("sample_every",)
 
 
 @KINDS.add("consensus")
 @dataclass(frozen=True)
-class Consensus(Report):
+class Consensus(Figure):
     DESCRIPTION = ("the consensus error (1/m) Σ_i ‖x_i − x̄‖² on a logarithmic scale, mean over seeds ± one standard "
                    "deviation (FedSWE Fig. 6 style)")
     metric: str = "consensus_error"
     sample_every: int | None = None
     log_y: bool = True
-    SHAPE = "figure"
     POSITIVE = ("sample_every",)
 
 
 @KINDS.add("k_sweep")
 @dataclass(frozen=True)
-class KSweep(Report):
+class KSweep(Figure):
     DESCRIPTION = ("test accuracy averaged over the last {last_n} rounds and the number of rounds to reach "
                    "{target_percent}% test accuracy against FedSWE's interpolation coefficient {parameter} (FedSWE "
                    "Figs. 8, 9, 11 and 12 style); mean ± std over seeds")
@@ -225,7 +202,6 @@ class KSweep(Report):
     target: float = 0.4
     sample_every: int | None = None
     eval_model: EvalModel = "local_mean"
-    SHAPE = "figure"
     POSITIVE = ("last_n", "sample_every")
 
     def check(self, config: dict) -> None:
@@ -242,14 +218,13 @@ class KSweep(Report):
 
 @KINDS.add("grid")
 @dataclass(frozen=True)
-class Grid(Report):
+class Grid(Figure):
     DESCRIPTION = ("train and test accuracy (%) of each run's last-{last_n}-round average against {x}, one line per "
                    "{hue} (FedSWE Fig. 3 style); mean ± std over seeds")
     x: Attribute = None
     hue: Attribute = None
     last_n: int = 50
     eval_model: EvalModel = "local_mean"
-    SHAPE = "figure"
     POSITIVE = ("last_n",)
     LAYOUT = ("x", "hue")
 
@@ -261,24 +236,22 @@ class Grid(Report):
 
 @KINDS.add("fast_ratio")
 @dataclass(frozen=True)
-class FastRatio(Report):
+class FastRatio(Figure):
     DESCRIPTION = ("test accuracy of the server model (mean of the last {last} test accuracies) against Ratio, the "
                    "share of rounds with arbitrary participation; algorithms without snapshots sit at Ratio = 100%")
     last: int = 5
-    SHAPE = "figure"
     POSITIVE = ("last",)
 
 
 @KINDS.add("fast_q")
 @dataclass(frozen=True)
-class FastQ(Report):
+class FastQ(Figure):
     """Adaptive FAST: q_t and the accuracy signal it follows, per round and seed."""
 
     DESCRIPTION = ("adaptive FAST (FAST Algorithm 2): the snapshot probability q_t that governed each round (top) and "
                    "the signal it is updated from, the participants' mean local training accuracy acc_t (bottom), one "
                    "line per seed, snapshot rounds marked ×; q_(t+1) = clip(q_t + λ(acc_(t−1) − acc_t), 0, 1) rises "
                    "only when the signal falls")
-    SHAPE = "figure"
 
     def check(self, config: dict) -> None:
         super().check(config)
@@ -291,9 +264,7 @@ class FastQ(Report):
 
 
 @dataclass(frozen=True)
-class Toy(Report):
-    SHAPE = "figure"
-
+class Toy(Figure):
     def check(self, config: dict) -> None:
         if self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} computes its figure exactly and uses no experiments")
@@ -389,74 +360,30 @@ class Claims(Report):
         super().check(config)
 
 
-# ---------------------------------------------------------------- parsing
-
-
-def _fits(value, hint) -> bool:
-    """`value` has the annotated type (an int is a float, a bool is neither)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Literal:
-        return value in args
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, h) for h in args)
-    if origin is list:
-        return isinstance(value, list) and (not args or all(_fits(v, args[0]) for v in value))
-    if origin is dict:
-        return isinstance(value, dict) and all(isinstance(k, str) and _fits(v, args[1]) for k, v in value.items())
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
-
-
-def _describe(hint) -> str:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Literal:
-        return f"one of {args}"
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(h) for h in args)
-    if origin is list:
-        return f"a list of {_describe(args[0])}" if args else "a list"
-    if origin is dict:
-        return f"a mapping to {_describe(args[1])}"
-    return {type(None): "null", float: "a number", int: "an integer", bool: "true or false", str: "a string"}.get(
-        hint, getattr(hint, "__name__", str(hint)))
-
-
 def parse_report(name: str, raw: dict, config: dict) -> Report:
     """The report's typed spec, checked against the config; ValueError("reports.<name>.<key>: ...") otherwise."""
-    where = f"reports.{name}"
     try:
-        return _parse(raw, config)
+        kind = raw.get("kind")
+        cls = KINDS[kind]
+        hints = typing.get_type_hints(cls)
+        known = [f.name for f in fields(cls)]
+        for key, value in raw.items():
+            if key not in known:
+                raise ValueError(f"{key}: not a key of kind {kind!r} (keys: {sorted(known)})")
+            if not has_type(value, hints[key]):
+                raise ValueError(f"{key}: must be {type_name(hints[key])}, got {value!r}")
+        for f in fields(cls):  # a default of None that the key's type does not allow: the key is required
+            if f.name not in raw and f.default is None and not has_type(None, hints[f.name]):
+                raise ValueError(f"{f.name}: required by kind {kind!r}")
+        report = cls.from_config(raw)
+        report.check(config)
+        return report
     except ValueError as error:
-        raise ValueError(f"{where}.{error}") from error
-
-
-def _parse(raw: dict, config: dict) -> Report:
-    kind = raw.get("kind")
-    cls = KINDS[kind]
-    hints = typing.get_type_hints(cls)
-    fields = dataclasses.fields(cls)
-    known = {f.name for f in fields}
-    for key, value in raw.items():
-        if key not in known:
-            raise ValueError(f"{key}: not a key of kind {kind!r} (keys: {sorted(known)})")
-        if not _fits(value, hints[key]):
-            raise ValueError(f"{key}: must be {_describe(hints[key])}, got {value!r}")
-    for f in fields:  # a default of None that the key's type does not allow: the key is required
-        if f.name not in raw and f.default is None and not _fits(None, hints[f.name]):
-            raise ValueError(f"{f.name}: required by kind {kind!r}")
-    report = cls.from_config(raw)
-    report.check(config)
-    return report
+        raise ValueError(f"reports.{name}.{error}") from error
 
 
 def parse_reports(config: dict) -> dict[str, Report]:
     return {name: parse_report(name, raw, config) for name, raw in (config.get("reports") or {}).items()}
-
-
-# ---------------------------------------------------------------- experiments and paths
 
 
 def experiment_settings(config: dict, experiment: str) -> dict:
@@ -464,27 +391,16 @@ def experiment_settings(config: dict, experiment: str) -> dict:
     a γ even where the trace model's default gives it)."""
     exp = config["experiments"][experiment]
     partition = config["partitions"][exp["partition"]]
-    settings = attributes(experiment, partition, _stated_trace(config, exp["trace"]), exp["training"])
+    settings = attributes(experiment, partition, stated_trace(config, exp["trace"]), exp["training"])
     return {**settings, "applies": {a for a in ATTRIBUTES if settings[a] is not None} | applicable(settings)}
-
-
-def _stated_trace(config: dict, name: str) -> dict:
-    """The trace's settings as the config states them, num_clients taken from its partition when not given."""
-    trace = {**config["traces"][name]}
-    trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
-    return trace
 
 
 def applicable(settings: dict) -> set[str]:
     """The trace attributes that shape this experiment's availability."""
-    dynamics, inner = settings["dynamics"], settings["inner"]
-    found = set()
-    if dynamics == "sine":
-        found.add("gamma")
-    if dynamics in ("staircase", "sine") or (dynamics == "two_group" and inner == "staircase"):
-        found.add("period")
-        if dynamics != "sine":
-            found.add("low")
+    dynamics = settings["dynamics"]
+    found = {"gamma"} if dynamics == "sine" else set()
+    if dynamics in ("staircase", "sine") or (dynamics == "two_group" and settings["inner"] == "staircase"):
+        found |= {"period"} if dynamics == "sine" else {"period", "low"}
     if dynamics == "two_group":
         found |= {"window", "inner"}
     return found
@@ -505,8 +421,6 @@ def attributes(experiment: str, partition: dict, trace: dict, training: dict) ->
     return settings
 
 
-
-
 def experiment_outputs(experiment: str) -> dict[str, str]:
     folder = path(EXPERIMENT_DIR, experiment=experiment)
     return {"md": f"{folder}/table.md", "csv": f"{folder}/table.csv", "png": f"{folder}/accuracy.png"}
@@ -523,9 +437,6 @@ def report_outputs(name: str, report: Report) -> dict[str, str]:
     return paths
 
 
-# ---------------------------------------------------------------- job specs
-
-
 def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) -> dict:
     """What a report job depends on: its settings and, per experiment, its partition, trace, training and the
     algorithms it shows (lists keep the config's order through the rule's sorted JSON)."""
@@ -533,7 +444,7 @@ def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) 
     for experiment, algorithms in selected.items():
         exp = config["experiments"][experiment]
         experiments[experiment] = {"partition": config["partitions"][exp["partition"]],
-                                   "trace": _stated_trace(config, exp["trace"]),
+                                   "trace": stated_trace(config, exp["trace"]),
                                    "training": exp["training"], "algorithms": algorithms,
                                    "seeds": list(experiment_seeds(config, experiment))}
     used = {a for info in experiments.values() for a in info["algorithms"]}
@@ -545,7 +456,7 @@ def report_job(config: dict, name: str, report: Report | None = None) -> dict:
     """Report `name`'s job spec; `report` is its parsed spec when the caller has it already."""
     report = report or parse_report(name, config["reports"][name], config)
     selected = {e: report.selected(config, e) for e in report.experiments}
-    return _job(config, name, dataclasses.asdict(report), selected)
+    return _job(config, name, asdict(report), selected)
 
 
 def experiment_job(config: dict, experiment: str) -> dict:

@@ -1,12 +1,8 @@
-"""workflow/schemas/config.schema.yaml, generated from the plan layer's settings (`python -m fedavail.plan.docs
---write` writes it, tests/test_plan_docs.py checks it): the config's structure, every block's keys with their types,
-allowed values and meanings, and the names the registries know (datasets, schemes, trace models, algorithms, models,
-report kinds).
+"""workflow/schemas/config.schema.yaml, generated from the plan layer's settings (fedavail.plan.docs writes it).
 
 The workflow validates with snakemake's set_default, so the schema states defaults exactly where jobs read the config
-as it is: execution, training and training.augmentation. Every other block's defaults are filled in by the plan
-layer when a job's spec is resolved, and the value bounds of every setting are checked there
-(fedavail.plan.plan.build_plan, with messages that name the key); the schema bounds only what no dataclass
+as it is: execution, training and training.augmentation. Every other block's defaults, and the value bounds of every
+setting, the plan layer fills in and checks (fedavail.plan.plan.build_plan); the schema bounds only what no dataclass
 declares: the seeds, the dataset options and an algorithm entry's own lr."""
 
 import types
@@ -36,8 +32,7 @@ def value_schema(hint) -> dict:
     """The JSON schema of an annotation: its types, and the type of a list's items or a mapping's values. A list of
     strings names entries (experiments, algorithms), each at most once."""
     parts = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    names = [_JSON_TYPES[typing.get_origin(part) or part] for part in parts]
-    schema = {"type": names[0] if len(names) == 1 else names}
+    schema = {"type": _type([_JSON_TYPES[typing.get_origin(part) or part] for part in parts])}
     for part in parts:
         origin, args = typing.get_origin(part), typing.get_args(part)
         if origin in (list, tuple) and args:
@@ -55,8 +50,8 @@ def _setting(f, hint, fill_defaults: bool, null_given: bool = False) -> dict:
     stand for the default."""
     choices = f.metadata.get("choices", ())
     schema = {"enum": list(choices)} if choices else value_schema(hint)
-    if default_of(f) is None and not null_given:
-        _without_null(schema)
+    if default_of(f) is None and not null_given and isinstance(schema.get("type"), list):
+        schema["type"] = _type([kind for kind in schema["type"] if kind != "null"])
     if fill_defaults and default_of(f) is not MISSING:
         schema["default"] = default_of(f)
     if f.metadata.get("doc"):
@@ -64,19 +59,16 @@ def _setting(f, hint, fill_defaults: bool, null_given: bool = False) -> dict:
     return schema
 
 
-def _without_null(schema: dict) -> None:
-    kinds = schema.get("type")
-    if isinstance(kinds, list):
-        remaining = [kind for kind in kinds if kind != "null"]
-        schema["type"] = remaining[0] if len(remaining) == 1 else remaining
+def _type(kinds: list[str]):
+    """A schema's `type`: the one type, or the list of them."""
+    return kinds[0] if len(kinds) == 1 else kinds
 
 
 def block(cls, fill_defaults: bool = False, nested: dict | None = None, optional: tuple[str, ...] = (),
           null_given: bool = False) -> dict:
-    """Dataclass `cls` as a closed mapping: one property per setting, the settings without a default required but
-    those in `optional` (given elsewhere in the config). `nested` names the settings that are blocks of their own
-    (their schema); such a setting states its default (an empty mapping) only where that block fills in its own
-    defaults. `null_given`: an explicit null stands for a null default (see _setting)."""
+    """Dataclass `cls` as a closed mapping, the settings without a default required but those in `optional` (given
+    elsewhere in the config). `nested`: setting -> the schema of its block, which states the setting's default (an
+    empty mapping) only where that block fills in its own defaults."""
     nested = nested or {}
     hints = typing.get_type_hints(cls)
     properties = {}
@@ -96,9 +88,8 @@ def block(cls, fill_defaults: bool = False, nested: dict | None = None, optional
 
 
 def variants(tag: str, registry: dict, required: tuple[str, ...], common: dict | None = None) -> dict:
-    """An entry whose `tag` names one of the dataclasses in `registry` (a partition scheme, a trace model): the
-    settings of all of them, each allowing what any variant allows; which keys a variant takes, and their bounds, the
-    plan layer checks."""
+    """An entry whose `tag` names one of the dataclasses in `registry`: the settings of all of them, each allowing
+    what any variant allows (which keys a variant takes, and their bounds, the plan layer checks)."""
     properties = {**(common or {}), tag: {"enum": list(registry)}}
     for cls in registry.values():
         hints = typing.get_type_hints(cls)
@@ -114,10 +105,8 @@ def _merged(known: dict | None, other: dict) -> dict:
     if "enum" in known and "enum" in other:
         return {**known, "enum": known["enum"] + [value for value in other["enum"] if value not in known["enum"]]}
     kinds = [kind for schema in (known, other) for kind in _types(schema)]
-    merged = {**other, **known, "type": list(dict.fromkeys(kinds))}
+    merged = {**other, **known, "type": _type(list(dict.fromkeys(kinds)))}
     merged.pop("enum", None)
-    if len(merged["type"]) == 1:
-        merged["type"] = merged["type"][0]
     return merged
 
 
@@ -132,9 +121,8 @@ def _named(entry: dict, description: str) -> dict:
 
 
 def algorithm_entry() -> dict:
-    """An algorithm entry: its name, its own initial learning rate and the settings every algorithm takes; the name
-    and each algorithm's own settings the plan layer checks (fedavail.plan.algorithms.check_hyperparameters), so
-    adding an algorithm changes nothing here."""
+    """An algorithm entry: its name, its own lr and the settings every algorithm takes; its own settings the plan
+    layer checks (fedavail.plan.algorithms.check_hyperparameters), so adding an algorithm changes nothing here."""
     common = block(AlgorithmOptions)["properties"]
     return {"type": "object",
             "properties": {"algorithm": {"type": "string", "description": "a registered algorithm"},
@@ -146,8 +134,7 @@ def algorithm_entry() -> dict:
 
 
 def report_entry() -> dict:
-    """A report: its kind and the keys every kind takes; each kind's own keys the plan layer checks
-    (fedavail.plan.reports.parse_report)."""
+    """A report: its kind and the keys every kind takes (each kind's own: fedavail.plan.reports.parse_report)."""
     hints = typing.get_type_hints(Report)
     properties = {f.name: _setting(f, hints[f.name], fill_defaults=False) for f in fields(Report)}
     properties["kind"] = {"enum": sorted(KINDS)}
@@ -195,5 +182,4 @@ def generate() -> dict:
 
 
 def text() -> str:
-    """The schema as the committed YAML file."""
     return HEADER + yaml.safe_dump(generate(), sort_keys=False, allow_unicode=True, width=120)

@@ -1,9 +1,7 @@
 """The source files a training run's numbers depend on: every fedavail module that `fedavail.train` imports, directly
-or through others, at module or function level, and those of the algorithms the run executes (fedavail.algorithms
-imports an algorithm's module only when a run uses it), read from the code's import graph, so no module a run uses
-can be edited under an unchanged hash. Their content hash is a parameter of every training job (editing one reruns
-the runs that use it, wherever the project lives; adding an algorithm reruns none) and part of every checkpoint's
-fingerprint (fedavail.train)."""
+or not, at module or function level, and those of the algorithms the run executes, read from the import graph, so no
+module a run uses can be edited under an unchanged hash. Their content hash is a parameter of every training job
+(editing one reruns the runs that use it) and part of every checkpoint's fingerprint (fedavail.train)."""
 
 import ast
 import functools

@@ -101,7 +101,6 @@ class FedSWETrace(TraceModel):
         check_int(self.period, "period", 1, WHAT)
         check_int(self.window, "window", 1, WHAT)
         if self.phi_max is not None:
-            check_probabilities(self.phi_max, "phi_max", True, WHAT)
             check_someone_available(self.phi_max, "phi_max", "class")
         check_probabilities(self.gamma, "gamma", False, WHAT)
         check_probabilities(self.low, "low", False, WHAT)
@@ -147,7 +146,6 @@ class BernoulliTrace(TraceModel):
     low: float = option(0.4, _LOW)
 
     def check(self) -> None:
-        check_probabilities(self.p, "p", True, WHAT)
         check_someone_available(self.p, "p")
         check_int(self.period, "period", 1, WHAT)
         check_probabilities(self.gamma, "gamma", False, WHAT)
@@ -166,14 +164,14 @@ class MarkovTrace(TraceModel):
     p_off: float | list = option(doc="P(on → off), one probability or one per client")
 
     def check(self) -> None:
-        check_probabilities(self.p_on, "p_on", True, WHAT)
-        check_probabilities(self.p_off, "p_off", True, WHAT)
         check_someone_available(self.p_on, "p_on")
+        check_probabilities(self.p_off, "p_off", True, WHAT)
         p_on, p_off = np.asarray(self.p_on, float), np.asarray(self.p_off, float)
         if p_on.ndim and p_off.ndim and p_on.shape != p_off.shape:
             raise ValueError(f"{WHAT} 'p_off' has {p_off.size} values but 'p_on' has {p_on.size}")
         if np.any(p_on + p_off <= 0):
             raise ValueError(f"{WHAT}s 'p_on' and 'p_off' must not both be 0 (the chain would never move)")
+
 
 @TRACE_MODELS.add("cyclic")
 @dataclass(frozen=True, kw_only=True)
@@ -189,7 +187,6 @@ class CyclicTrace(TraceModel):
 
     def check(self) -> None:
         check_int(self.groups, "groups", 1, WHAT)
-        check_probabilities(self.p, "p", True, WHAT)
         check_someone_available(self.p, "p")
         check_int(self.active_rounds, "active_rounds", 1, WHAT)
 
@@ -198,9 +195,11 @@ class CyclicTrace(TraceModel):
         if self.groups > num_clients:
             raise ValueError(f"{WHAT} 'groups': {self.groups} groups for {num_clients} clients")
 
+
 def check_someone_available(value, key: str, per: str = "client") -> None:
-    """Refuse probabilities that are all 0: no client would ever be available, and every round would have no
-    participants."""
+    """`value`: probabilities, one or a list, not all 0 (no client would ever be available, no round would have
+    participants)."""
+    check_probabilities(value, key, True, WHAT)
     if not np.any(np.asarray(value, dtype=np.float64) > 0):
         raise ValueError(f"{WHAT} {key!r} is 0 for every {per}: no client is ever available; give some {per} a "
                          f"probability above 0")
@@ -217,7 +216,6 @@ def full_trace_spec(spec: dict) -> dict:
 
 
 def records_prob(spec: dict) -> bool:
-    """Whether traces of this spec store p_i^t."""
     return resolve_trace(spec).records_prob()
 
 

@@ -1,11 +1,7 @@
-"""The algorithm registry, torch-free. Algorithm `name` is two modules of that name: its options here
-(fedavail.plan.algorithms.<name>, a frozen dataclass exported as OPTIONS) and its behaviour in
-fedavail.algorithms.<name> (exported as ALGORITHM). Adding a module pair registers the algorithm: nothing else lists
-algorithms, and a run imports only the modules of the algorithms it executes (fedavail.plan.sources).
-
-Papers: FedAvg arXiv 1602.05629; FedProx arXiv 1812.06127; SCAFFOLD arXiv 1910.06378; FAST OpenReview H3AUl3pnlu;
-FedSWE arXiv 2609.04763 (k = 0: FedAWE, arXiv 2409.17446); MIFA arXiv 2106.04159; FedVARP arXiv 2207.14130;
-FedAU arXiv 2306.03401; gFedAvg arXiv 2205.13648; F3AST arXiv 2205.06730."""
+"""The algorithm registry, torch-free. Algorithm `name` is two modules of that name: its options here (a frozen
+dataclass exported as OPTIONS, whose docstring cites the paper) and its behaviour in fedavail.algorithms.<name>
+(exported as ALGORITHM). Adding a module pair registers the algorithm, and a run imports only the modules of the
+algorithms it executes."""
 
 import functools
 import importlib
@@ -20,7 +16,6 @@ NOT_ALGORITHMS = frozenset({"base"})
 
 @functools.cache
 def known_algorithms() -> tuple[str, ...]:
-    """Every registered algorithm's name, sorted."""
     return tuple(sorted(module.name for module in pkgutil.iter_modules(__path__) if module.name not in NOT_ALGORITHMS))
 
 

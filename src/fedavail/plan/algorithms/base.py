@@ -2,21 +2,24 @@
 which the algorithm class (fedavail.algorithms.<name>) inherits, so a config is checked without building anything."""
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 from fedavail.plan.options import check_choices, option
 
 
 @dataclass(frozen=True, kw_only=True)
 class AlgorithmOptions:
-    """Every algorithm's settings."""
+    # key -> (what its value must be, the test of a value), checked after the choices and global_lr
+    BOUNDS: ClassVar[dict] = {}
 
     global_lr: float = option(1.0, "server learning rate η_g: x ← x + η_g·U")
 
     def __post_init__(self):
         name = type(self).__name__.removesuffix("Options").lower()
         check_choices(self, f"{name} option")
-        if not self.global_lr > 0:
-            raise ValueError(f"{name} global_lr must be > 0, got {self.global_lr!r}")
+        for key, (bound, test) in {"global_lr": ("> 0", lambda v: v > 0), **self.BOUNDS}.items():
+            if not test(getattr(self, key)):
+                raise ValueError(f"{name} {key} must be {bound}, got {getattr(self, key)!r}")
 
     @classmethod
     def hyperparameters(cls) -> list[str]:

@@ -1,5 +1,3 @@
-"""f3ast's options (the behaviour: fedavail.algorithms.f3ast)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -14,13 +12,8 @@ class F3ASTOptions(AlgorithmOptions):
     clients_per_round: int | None = option(None, "K ≥ 1, the selection budget; null: max(1, round(0.1·m))")
     normalization: str = option("budget", "budget: the update is divided by K (the reference code); none: not",
                                 choices=("budget", "none"))
-
-    def __post_init__(self):
-        super().__post_init__()
-        if not 0 < self.beta <= 1:
-            raise ValueError(f"f3ast beta must be in (0, 1], got {self.beta}")
-        if self.clients_per_round is not None and self.clients_per_round < 1:
-            raise ValueError(f"f3ast clients_per_round must be >= 1 or null, got {self.clients_per_round}")
+    BOUNDS = {"beta": ("in (0, 1]", lambda v: 0 < v <= 1),
+              "clients_per_round": (">= 1 or null", lambda v: v is None or v >= 1)}
 
 
 OPTIONS = F3ASTOptions

@@ -1,5 +1,3 @@
-"""fast's options (the behaviour: fedavail.algorithms.fast)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms import resolve_algorithm
@@ -23,14 +21,11 @@ class FastOptions(AlgorithmOptions):
     signal: str = option("round_mean", "adaptive q's accuracy signal: the round's mean local accuracy, or the running "
                          "mean since each client's epoch began", choices=("round_mean", "running"))
 
+    BOUNDS = {"interval": ("an integer >= 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+              "q": ("in [0, 1]", lambda v: 0 <= v <= 1), "lam": (">= 0", lambda v: v >= 0)}
+
     def __post_init__(self):
         super().__post_init__()
-        if isinstance(self.interval, bool) or not isinstance(self.interval, int) or self.interval < 1:
-            raise ValueError(f"fast interval must be an integer >= 1, got {self.interval!r}")
-        if not 0.0 <= self.q <= 1.0:
-            raise ValueError(f"fast q must be in [0, 1], got {self.q}")
-        if self.lam < 0:
-            raise ValueError(f"fast lam must be >= 0, got {self.lam}")
         try:
             resolve_algorithm(self.base, dict(self.base_hyperparameters or {}))
         except ValueError as error:

@@ -1,5 +1,3 @@
-"""fedau's options (the behaviour: fedavail.algorithms.fedau)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -12,11 +10,7 @@ class FedAUOptions(AlgorithmOptions):
 
     cutoff: int | None = option(50, "K ≥ 1: an absence this long is recorded as an interval (FedSWE App. H and the "
                                 "FedAWE code); null: no cutoff (IBM/fedau's default is 10^5)")
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.cutoff is not None and self.cutoff < 1:
-            raise ValueError(f"fedau cutoff must be a positive integer or null, got {self.cutoff}")
+    BOUNDS = {"cutoff": ("a positive integer or null", lambda v: v is None or v >= 1)}
 
 
 OPTIONS = FedAUOptions

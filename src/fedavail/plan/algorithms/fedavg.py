@@ -1,5 +1,3 @@
-"""fedavg's options (the behaviour: fedavail.algorithms.fedavg)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -14,11 +12,7 @@ class FedAvgOptions(AlgorithmOptions):
                             "over N (needs a trace that records p_i^t)", choices=("active", "all", "known"))
     p_floor: float | None = option(0.02, "floor on p_i^t for weighting known, so a rare client's weight is at most "
                                    "1/p_floor (IBM/fedau uses 0.02); null: no floor, as the FedAWE code")
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.p_floor is not None and not 0 < self.p_floor <= 1:
-            raise ValueError(f"fedavg p_floor must be in (0, 1] or null, got {self.p_floor!r}")
+    BOUNDS = {"p_floor": ("in (0, 1] or null", lambda v: v is None or 0 < v <= 1)}
 
     def needs_prob(self) -> bool:
         return self.weighting == "known"

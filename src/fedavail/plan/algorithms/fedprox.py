@@ -1,5 +1,3 @@
-"""fedprox's options (the behaviour: fedavail.algorithms.fedprox)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -12,11 +10,7 @@ class FedProxOptions(AlgorithmOptions):
 
     mu: float = option(0.01, "proximal weight μ ≥ 0 of (μ/2)‖w − x^t‖² (the FedProx paper's grid: 0.001, 0.01, 0.1, "
                        "1); 0 is FedAvg over the active clients")
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.mu < 0:
-            raise ValueError(f"fedprox mu must be >= 0, got {self.mu}")
+    BOUNDS = {"mu": (">= 0", lambda v: v >= 0)}
 
 
 OPTIONS = FedProxOptions

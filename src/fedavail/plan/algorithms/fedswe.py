@@ -1,5 +1,3 @@
-"""fedswe's options (the behaviour: fedavail.algorithms.fedswe)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -14,13 +12,7 @@ class FedSWEOptions(AlgorithmOptions):
     k: float = option(100.0, "interpolation coefficient k ≥ 0 of the global moving average; 0 is FedAWE")
     echo_clip: float | None = option(None, "L2 clip of the averaged echoed update (the FedAWE authors' code uses 0.5); "
                                      "null: off")
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.k < 0:
-            raise ValueError(f"fedswe k must be >= 0, got {self.k}")
-        if self.echo_clip is not None and self.echo_clip <= 0:
-            raise ValueError(f"fedswe echo_clip must be positive or null, got {self.echo_clip}")
+    BOUNDS = {"k": (">= 0", lambda v: v >= 0), "echo_clip": ("positive or null", lambda v: v is None or v > 0)}
 
 
 OPTIONS = FedSWEOptions

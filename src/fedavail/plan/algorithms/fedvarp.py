@@ -1,5 +1,3 @@
-"""fedvarp's options (the behaviour: fedavail.algorithms.fedvarp)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions

@@ -1,5 +1,3 @@
-"""gfedavg's options (the behaviour: fedavail.algorithms.gfedavg)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -13,13 +11,7 @@ class GFedAvgOptions(AlgorithmOptions):
     amplification: float = option(10.0, "η ≥ 1: the amplification of the periodic global step (the reference code "
                                   "asserts η ≥ 1; FedSWE App. H uses 10)")
     period: int = option(100, "P ≥ 1: rounds between amplified global steps (FedSWE App. H uses 100)")
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.amplification < 1:  # the reference code asserts η ≥ 1
-            raise ValueError(f"gfedavg amplification must be >= 1, got {self.amplification}")
-        if self.period < 1:
-            raise ValueError(f"gfedavg period must be >= 1, got {self.period}")
+    BOUNDS = {"amplification": (">= 1", lambda v: v >= 1), "period": (">= 1", lambda v: v >= 1)}
 
 
 OPTIONS = GFedAvgOptions

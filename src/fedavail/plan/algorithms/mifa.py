@@ -1,5 +1,3 @@
-"""mifa's options (the behaviour: fedavail.algorithms.mifa)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions

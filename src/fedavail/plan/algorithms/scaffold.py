@@ -1,5 +1,3 @@
-"""scaffold's options (the behaviour: fedavail.algorithms.scaffold)."""
-
 from dataclasses import dataclass
 
 from fedavail.plan.algorithms.base import AlgorithmOptions

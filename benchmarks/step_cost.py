@@ -34,6 +34,8 @@ WORKLOADS = {
     "small_cnn@16x10": ("small_cnn", 1, 28, 10, 16, 10),  # config/config.yaml, claims.yaml (mnist5k)
     "small_cnn@16x30": ("small_cnn", 1, 28, 10, 16, 30),  # the same under FedSWE availability at p ~ 0.3
     "small_cnn@16x3": ("small_cnn", 1, 28, 10, 16, 3),  # a round with few participants
+    # A batch job of the default run (execution.seeds_per_job: all): ~10 runs' participants in one back-end call.
+    "small_cnn@16x100": ("small_cnn", 1, 28, 10, 16, 100),
     "small_cnn@32x10": ("small_cnn", 1, 28, 10, 32, 10),  # where vmap stops winning (the engine's table)
     "small_cnn@64x10": ("small_cnn", 1, 28, 10, 64, 10),
     "fast_cnn_fmnist@128x10": ("fast_cnn_fmnist", 1, 28, 62, 128, 10),  # config/fast.yaml

@@ -75,25 +75,14 @@ def pick_device(requested: str) -> torch.device:
 
 @dataclass
 class RunPaths:
+    """A run's files. `finished` is the record of a finished run (fingerprint, rows, summary, digest), which
+    Snakemake does not delete when it reruns the job: the run's outputs are then rewritten from it, not recomputed."""
+
     out_dir: Path
 
-    @property
-    def metrics(self) -> Path:
-        return self.out_dir / "metrics.parquet"
-
-    @property
-    def summary(self) -> Path:
-        return self.out_dir / "summary.json"
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.out_dir / "checkpoint.pt"
-
-    @property
-    def finished(self) -> Path:
-        """The record of a finished seed (fingerprint, rows, summary, digest), which Snakemake does not delete when
-        it reruns the job: that seed's outputs are then rewritten from it, not recomputed."""
-        return self.out_dir / "finished.json"
+    def __post_init__(self):
+        self.metrics, self.summary, self.checkpoint, self.finished = (
+            self.out_dir / name for name in ("metrics.parquet", "summary.json", "checkpoint.pt", "finished.json"))
 
 
 def git_commit() -> str | None:

@@ -1,27 +1,9 @@
-"""Availability traces: for every round and client, whether the client is available, stored once per seed.
-
-A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the model defines it, else None), snapshot
-(int64 [T, n]: a uniform cohort pre-drawn for every round, so FAST's snapshot rounds are deterministic on any trace),
-and the parameters that made it. All algorithms of a seed read the same trace.
-
-Models (spec["model"]; their settings and defaults: fedavail.plan.traces; what each draws: DRAWERS below):
-- "fedswe" (FedSWE, arXiv 2609.04763, §7, App. H.2): p_i = <ν_i, φ>, φ_c ~ U(0, Φ_c); p_i^t = clip(p_i f(t), 0, 1);
-  a_i^t ~ Bernoulli(p_i^t). dynamics: "stationary" f = 1; "staircase" f = 1 then `low` (0.4) over each half of
-  `period` P; "sine" f = γ sin(2πt/P) + 1 − γ; "two_group" (§7.1 eqs. 31-32): clients [0, m/2) only in the first
-  half of each `window` Pδ, the others only in the second half, inside it f = 1 ("inner": "static") or the staircase
-  ("inner": "staircase", with `period` and `low`). ν_i is the partition's drawn class mix ("class_mix": "nu", the
-  paper) or its realised label shares ("empirical", what the FedAWE code uses); either needs `partition`.
-- "fast" (FAST, OpenReview H3AUl3pnlu §3.2, authors' code): a cohort of n = round(fraction·m) distinct clients
-  per round, uniform or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2. prob = n/m for uniform, None
-  for the skewed ones.
-- "bernoulli": p_i^t = clip(p f(t), 0, 1) with p a number or one per client, and f the fedswe model's stationary
-  (f = 1, the default), staircase or sine modulation (`dynamics`, `period`, `gamma`, `low`): FedSWE Fig. 3's
-  p_i^t = p·[γ sin(0.1πt) + 1 − γ] for every client is dynamics "sine", period 20.
-- "markov": on/off chain per client (p_on = P(off→on), p_off = P(on→off)), started stationary; prob = the marginal
-  π = p_on/(p_on + p_off), not the probability given the previous round.
-- "cyclic": K groups of consecutive clients; group ⌊iK/m⌋ has p_i^t = p while ⌊t/active_rounds⌋ mod K is its
-  index, 0 otherwise (FedSWE eq. 4).
-Every model's snapshot cohort has size spec["snapshot_size"], by default round(0.1·m) (the fast model: its n).
+"""Availability traces: for every round and client, whether the client is available, stored once per seed; all
+algorithms of a seed read the same trace. A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the
+model defines it, else None; for markov the marginal π = p_on/(p_on + p_off), not the probability given the previous
+round), snapshot (int64 [T, n]: a uniform cohort pre-drawn for every round, so FAST's snapshot rounds are
+deterministic on any trace) and the parameters that made it. The models and their settings: fedavail.plan.traces
+(FedSWE Fig. 3's p_i^t = p·[γ sin(0.1πt) + 1 − γ] is the bernoulli model with dynamics "sine", period 20).
 
 Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots. So traces of one seed
 share their snapshots, and FedSWE dynamics of one seed share their p_i.
@@ -61,8 +43,6 @@ class Trace:
         return self.available.shape[1]
 
 
-# ---------------------------------------------------------------- making traces
-
 # What each trace model (fedavail.plan.traces.TRACE_MODELS, same names) draws: a function of the trace's params
 # (its full spec with snapshot_size, seed, num_clients and rounds resolved) and the Partition (or None), taking the
 # settings it reads as keywords, returning (available bool [T, m], prob [T, m] or None, extra params to record).
@@ -83,12 +63,8 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
     available, prob, extra = DRAWERS[spec["model"]](partition, **params)
     snapshot_rng = numpy_generator(seed, "trace", STREAM_SNAPSHOT)
     snapshot = models.uniform_cohorts(rounds, num_clients, params["snapshot_size"], snapshot_rng)
-    return Trace(
-        available=np.ascontiguousarray(available, dtype=bool),
-        prob=None if prob is None else np.ascontiguousarray(prob, dtype=np.float32),
-        snapshot=snapshot,
-        params={**params, **extra},
-    )
+    return Trace(np.ascontiguousarray(available, dtype=bool),
+                 None if prob is None else np.ascontiguousarray(prob, dtype=np.float32), snapshot, {**params, **extra})
 
 
 def _round_rng(seed: int) -> np.random.Generator:
@@ -166,20 +142,15 @@ def _cyclic(part, *, num_clients, rounds, seed, groups, p, active_rounds, **_):
     return models.bernoulli_availability(prob, _round_rng(seed)), prob, {}
 
 
-# ---------------------------------------------------------------- files
-
-
 def _index_dtype(num_clients: int):
     return np.uint8 if num_clients <= 1 << 8 else np.uint16 if num_clients <= 1 << 16 else np.uint32
 
 
 def save_trace(path: str | os.PathLike, trace: Trace) -> None:
     """npz: availability bit-packed per round, prob float32, snapshot in the smallest unsigned int, params JSON."""
-    arrays = {
-        "available_bits": np.packbits(trace.available, axis=1, bitorder="little"),
-        "shape": np.array(trace.available.shape, dtype=np.int64),
-        "params": np.array(json.dumps(trace.params, sort_keys=True)),
-    }
+    arrays = {"available_bits": np.packbits(trace.available, axis=1, bitorder="little"),
+              "shape": np.array(trace.available.shape, dtype=np.int64),
+              "params": np.array(json.dumps(trace.params, sort_keys=True))}
     if trace.prob is not None:
         arrays["prob"] = trace.prob.astype(np.float32)
     if trace.snapshot is not None:
@@ -191,15 +162,10 @@ def load_trace(path: str | os.PathLike) -> Trace:
     with reading(path, "availability trace"), np.load(path, allow_pickle=False) as data:
         rounds, num_clients = (int(v) for v in data["shape"])
         available = np.unpackbits(data["available_bits"], axis=1, count=num_clients, bitorder="little")
-        return Trace(
-            available=available.astype(bool).reshape(rounds, num_clients),
-            prob=data["prob"] if "prob" in data.files else None,
-            snapshot=data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
-            params=json.loads(str(data["params"])),
-        )
-
-
-# ---------------------------------------------------------------- figure
+        return Trace(available.astype(bool).reshape(rounds, num_clients),
+                     data["prob"] if "prob" in data.files else None,
+                     data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
+                     json.loads(str(data["params"])))
 
 
 def _representative_clients(trace: Trace, count: int = 3) -> np.ndarray:
@@ -222,9 +188,8 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     shown = min(rounds, trace.rounds)
     t = np.arange(shown)
     colors = plt.get_cmap("tab10")(np.arange(len(clients)) % 10)
-    fig, (ax_prob, ax_boxes, ax_all) = plt.subplots(
-        3, 1, figsize=(8, 7), sharex=True, gridspec_kw={"height_ratios": [2, 1, 3]}
-    )
+    fig, (ax_prob, ax_boxes, ax_all) = plt.subplots(3, 1, figsize=(8, 7), sharex=True,
+                                                    gridspec_kw={"height_ratios": [2, 1, 3]})
     if trace.prob is not None:
         for color, client in zip(colors, clients):
             ax_prob.step(t, trace.prob[:shown, client], where="mid", color=color, label=f"client {client}")
@@ -238,14 +203,10 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
         on = np.flatnonzero(trace.available[:shown, client])
         ax_boxes.bar(on, 0.8, bottom=row - 0.4, width=0.9, color=color)
     ax_boxes.set_yticks(np.arange(len(clients)), [str(c) for c in clients])
-    ax_boxes.set_ylim(len(clients) - 0.5, -0.5)
-    ax_boxes.set_ylabel("client")
-    ax_all.imshow(
-        trace.available[:shown].T, aspect="auto", interpolation="nearest", cmap="Greys",
-        extent=(-0.5, shown - 0.5, trace.num_clients - 0.5, -0.5),
-    )
-    ax_all.set_ylabel("client (all)")
-    ax_all.set_xlabel("round t")
+    ax_boxes.set(ylim=(len(clients) - 0.5, -0.5), ylabel="client")
+    ax_all.imshow(trace.available[:shown].T, aspect="auto", interpolation="nearest", cmap="Greys",
+                  extent=(-0.5, shown - 0.5, trace.num_clients - 0.5, -0.5))
+    ax_all.set(ylabel="client (all)", xlabel="round t")
     described = {k: v for k, v in trace.params.items() if k not in ("partition_params", "phi", "phi_max", "seed")}
     title = ", ".join(f"{k}={v}" for k, v in sorted(described.items()) if v is not None)
     fig.suptitle(textwrap.fill(title, 140), fontsize=8)

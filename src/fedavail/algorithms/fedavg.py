@@ -9,14 +9,11 @@ authors' code (mingxiang12/FedAWE) that produced the FedSWE paper's numbers does
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalResult
+from fedavail.algorithms.base import Algorithm, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.fedavg import FedAvgOptions
 
 
 class FedAvg(FedAvgOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.fedavg.FedAvgOptions."""
-
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         if len(clients) == 0:
             return state

@@ -24,14 +24,11 @@ Full participation: every G_i is fresh, and x^{t+1} = x^t + η_g·(1/N) Σ Δ_i,
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalResult
+from fedavail.algorithms.base import Algorithm, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.mifa import MIFAOptions
 
 
 class MIFA(MIFAOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.mifa.MIFAOptions."""
-
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)
         return {"x": x0.clone(), "G": x0.new_zeros(m, len(x0)), "G_sum": torch.zeros_like(x0),

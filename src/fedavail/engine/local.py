@@ -34,19 +34,12 @@ class LocalCorrection:
     drift: torch.Tensor | None = None  # [n, d]
     mean_gradient: bool = False
 
-    def row(self, j: int) -> "LocalCorrection":
-        return LocalCorrection(
-            self.prox_mu,
-            None if self.anchor is None else self.anchor[j],
-            None if self.drift is None else self.drift[j],
-            self.mean_gradient,
-        )
-
-    def apply(self, gradient: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    def apply(self, gradient: torch.Tensor, weights: torch.Tensor, row: int | slice = slice(None)) -> torch.Tensor:
+        """The corrected gradient of every client [n, d], or of client `row` alone [d]."""
         if self.prox_mu:
-            gradient = gradient + self.prox_mu * (weights - self.anchor)
+            gradient = gradient + self.prox_mu * (weights - self.anchor[row])
         if self.drift is not None:
-            gradient = gradient + self.drift
+            gradient = gradient + self.drift[row]
         return gradient
 
 
@@ -259,7 +252,6 @@ def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_r
     for j, plan in enumerate(plans):
         raise_if_requested()
         weights.copy_(starts[j])
-        row_correction = None if correction is None else correction.row(j)
         row_state = {k: v[j] for k, v in optimizer_rows.items()}
         losses, accuracies = [], []
         with _keyed_dropout(model, plan.seed, round_index, plan.client):
@@ -273,8 +265,8 @@ def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_r
                 gradient = clip_gradient(gradient_buffer, options.grad_clip)
                 if gradient_sums is not None:
                     gradient_sums[j] += gradient
-                if row_correction is not None:
-                    gradient = row_correction.apply(gradient, weights)
+                if correction is not None:
+                    gradient = correction.apply(gradient, weights, j)
                 new_weights, row_state = trainer.optimizer.step(weights, gradient, row_state, lr)
                 weights.copy_(new_weights)
                 losses.append(loss.item())

@@ -8,8 +8,8 @@ Initialisations (each drawn from the generator keyed by the run's seed, never th
     U(±1/√fan_in), embeddings N(0, 1), LSTM weights U(±1/√hidden)."""
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import nn

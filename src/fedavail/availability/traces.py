@@ -34,14 +34,6 @@ class Trace:
     snapshot: np.ndarray | None  # int64 [T, n]
     params: dict
 
-    @property
-    def rounds(self) -> int:
-        return self.available.shape[0]
-
-    @property
-    def num_clients(self) -> int:
-        return self.available.shape[1]
-
 
 # What each trace model (fedavail.plan.traces.TRACE_MODELS, same names) draws: a function of the trace's params
 # (its full spec with snapshot_size, seed, num_clients and rounds resolved) and the Partition (or None), taking the
@@ -154,7 +146,7 @@ def save_trace(path: str | os.PathLike, trace: Trace) -> None:
     if trace.prob is not None:
         arrays["prob"] = trace.prob.astype(np.float32)
     if trace.snapshot is not None:
-        arrays["snapshot"] = trace.snapshot.astype(_index_dtype(trace.num_clients))
+        arrays["snapshot"] = trace.snapshot.astype(_index_dtype(trace.available.shape[1]))
     write_npz(path, arrays)
 
 
@@ -185,7 +177,7 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     import matplotlib.pyplot as plt
 
     clients = _representative_clients(trace) if clients is None else np.asarray(clients, dtype=np.int64)
-    shown = min(rounds, trace.rounds)
+    shown, num_clients = min(rounds, trace.available.shape[0]), trace.available.shape[1]
     t = np.arange(shown)
     colors = plt.get_cmap("tab10")(np.arange(len(clients)) % 10)
     fig, (ax_prob, ax_boxes, ax_all) = plt.subplots(3, 1, figsize=(8, 7), sharex=True,
@@ -205,7 +197,7 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     ax_boxes.set_yticks(np.arange(len(clients)), [str(c) for c in clients])
     ax_boxes.set(ylim=(len(clients) - 0.5, -0.5), ylabel="client")
     ax_all.imshow(trace.available[:shown].T, aspect="auto", interpolation="nearest", cmap="Greys",
-                  extent=(-0.5, shown - 0.5, trace.num_clients - 0.5, -0.5))
+                  extent=(-0.5, shown - 0.5, num_clients - 0.5, -0.5))
     ax_all.set(ylabel="client (all)", xlabel="round t")
     described = {k: v for k, v in trace.params.items() if k not in ("partition_params", "phi", "phi_max", "seed")}
     title = ", ".join(f"{k}={v}" for k, v in sorted(described.items()) if v is not None)

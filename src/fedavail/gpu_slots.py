@@ -35,11 +35,10 @@ class Slot:
     handle: IO = field(repr=False)
 
 
-def visible_devices(environ: dict | None = None) -> list[str]:
+def visible_devices() -> list[str]:
     """The devices this process may use: CUDA_VISIBLE_DEVICES when set (a scheduler or the user chose), else every
     GPU (or MIG instance) that `nvidia-smi -L` lists; [] without NVIDIA GPUs."""
-    environ = os.environ if environ is None else environ
-    value = environ.get("CUDA_VISIBLE_DEVICES")
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return _nvidia_smi_devices()
     return [] if value.strip() in _HIDDEN else [d.strip() for d in value.split(",") if d.strip()]

@@ -18,9 +18,9 @@ class FlatModel:
 
     def __init__(self, module: nn.Module, channels_last: bool = True):
         self.module = module
-        self.names = [name for name, _ in module.named_parameters()]
-        self.shapes = [p.shape for _, p in module.named_parameters()]
-        self.sizes = [p.numel() for _, p in module.named_parameters()]
+        named = dict(module.named_parameters())
+        self.names, self.shapes = list(named), [p.shape for p in named.values()]
+        self.sizes = [shape.numel() for shape in self.shapes]
         self.dim = sum(self.sizes)
         self.channels_last = [channels_last and len(shape) == 4 for shape in self.shapes]
         self._alias()

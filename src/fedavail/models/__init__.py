@@ -38,8 +38,7 @@ ARCHITECTURES = {
 
 
 def _initialise(module: nn.Module, init: str, generator: torch.Generator) -> None:
-    """`init` kaiming_normal (FedSWE's models: Kaiming-normal weights, zero biases) or pytorch_default (the same draws,
-    in the same order, as each module's reset_parameters()); embeddings and LSTMs are initialised alike by both."""
+    """pytorch_default makes the same draws, in the same order, as each module's reset_parameters()."""
     if isinstance(module, (nn.Conv2d, nn.Linear)):
         if init == "kaiming_normal":
             nn.init.kaiming_normal_(module.weight, nonlinearity="relu", generator=generator)

@@ -31,15 +31,15 @@ def fedswe_base_probabilities(class_mix: np.ndarray, phi_max: np.ndarray,
     return class_mix @ phi, phi
 
 
-def staircase(rounds: int, period: int, low: float) -> np.ndarray:
-    """f(t) = 1 in the first half of each period, `low` in the second (H.2; the code's r//10 mod 2 for P = 20)."""
+def modulation(dynamics: str, rounds: int, period: int, low: float, gamma: float) -> np.ndarray:
+    """f(t) [T] (H.2): stationary 1; staircase 1 in the first half of each period P and `low` in the second (the
+    code's r//10 mod 2 for P = 20); sine γ sin(2πt/P) + 1 − γ."""
     t = np.arange(rounds)
-    return np.where(t % period < period / 2, 1.0, low)
-
-
-def sine(rounds: int, period: int, gamma: float) -> np.ndarray:
-    """f(t) = γ sin(2πt/P) + 1 − γ (H.2)."""
-    return gamma * np.sin(2 * np.pi * np.arange(rounds) / period) + 1.0 - gamma
+    if dynamics == "staircase":
+        return np.where(t % period < period / 2, 1.0, low)
+    if dynamics == "sine":
+        return gamma * np.sin(2 * np.pi * t / period) + 1.0 - gamma
+    return np.ones(rounds)
 
 
 def two_group_windows(rounds: int, num_clients: int, window: int) -> np.ndarray:

@@ -63,15 +63,6 @@ def _round_rng(seed: int) -> np.random.Generator:
     return numpy_generator(seed, "trace", STREAM_ROUNDS)
 
 
-def _modulation(dynamics: str, rounds: int, period: int, low: float, gamma: float) -> np.ndarray:
-    """f(t) [T] of the stationary, staircase and sine dynamics (FedSWE App. H.2)."""
-    if dynamics == "staircase":
-        return models.staircase(rounds, period, low)
-    if dynamics == "sine":
-        return models.sine(rounds, period, gamma)
-    return np.ones(rounds)
-
-
 @DRAWERS.add("fedswe")
 def _fedswe(part, *, num_clients, rounds, seed, class_mix, phi_max, dynamics, period, low, gamma, window, inner, **_):
     if part is None:
@@ -80,9 +71,8 @@ def _fedswe(part, *, num_clients, rounds, seed, class_mix, phi_max, dynamics, pe
         raise ValueError(f"partition has {part.num_clients} clients, trace asked for {num_clients}")
     if class_mix == "nu":
         if part.nu is None:
-            raise ValueError(
-                f"trace spec key 'class_mix': scheme {part.params.get('scheme')!r} draws no ν_i; use 'empirical'"
-            )
+            raise ValueError(f"trace spec key 'class_mix': scheme {part.params.get('scheme')!r} draws no ν_i; "
+                             "use 'empirical'")
         mix = part.nu
     else:
         mix = part.label_hist / np.maximum(part.sizes, 1)[:, None]
@@ -92,10 +82,10 @@ def _fedswe(part, *, num_clients, rounds, seed, class_mix, phi_max, dynamics, pe
         raise ValueError(f"trace spec key 'phi_max' has {phi_max.size} values for {num_classes} classes")
     base, phi = models.fedswe_base_probabilities(mix, phi_max, numpy_generator(seed, "trace", STREAM_CLIENTS))
     if dynamics == "two_group":
-        within = _modulation("staircase" if inner == "staircase" else "stationary", rounds, period, low, gamma)
+        within = models.modulation(inner, rounds, period, low, gamma)  # static: 1
         modulation = models.two_group_windows(rounds, num_clients, window) * within[:, None]
     else:
-        modulation = _modulation(dynamics, rounds, period, low, gamma)[:, None]
+        modulation = models.modulation(dynamics, rounds, period, low, gamma)[:, None]
     prob = np.clip(base[None, :] * modulation, 0.0, 1.0)
     extra = {"phi": phi.tolist(), "phi_max": phi_max.tolist(), "partition_params": part.params}
     return models.bernoulli_availability(prob, _round_rng(seed)), prob, extra
@@ -116,7 +106,7 @@ def _fast(part, *, num_clients, rounds, seed, snapshot_size, distribution, **_):
 def _bernoulli(part, *, num_clients, rounds, seed, p, dynamics, period, low, gamma, **_):
     prob = np.broadcast_to(per_client(p, "p", num_clients), (rounds, num_clients))
     if dynamics != "stationary":
-        prob = np.clip(prob * _modulation(dynamics, rounds, period, low, gamma)[:, None], 0.0, 1.0)
+        prob = np.clip(prob * models.modulation(dynamics, rounds, period, low, gamma)[:, None], 0.0, 1.0)
     return models.bernoulli_availability(prob, _round_rng(seed)), prob, {}
 
 
@@ -160,15 +150,6 @@ def load_trace(path: str | os.PathLike) -> Trace:
                      json.loads(str(data["params"])))
 
 
-def _representative_clients(trace: Trace, count: int = 3) -> np.ndarray:
-    """Clients whose mean availability probability sits nearest the 10/50/90 % quantiles (FedSWE Fig. 16 shows
-    p_i ∈ {0.1, 0.5, 0.9})."""
-    mean = (trace.prob if trace.prob is not None else trace.available).mean(axis=0)
-    order = np.argsort(mean, kind="stable")
-    picks = order[np.round(np.linspace(0.1, 0.9, count) * (len(order) - 1)).astype(int)]
-    return np.unique(picks)
-
-
 def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int = 50) -> None:
     """Figure like FedSWE Fig. 16: p_i^t of a few clients, their availability boxes, and the raster of all clients."""
     import matplotlib
@@ -176,7 +157,10 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    clients = _representative_clients(trace) if clients is None else np.asarray(clients, dtype=np.int64)
+    if clients is None:  # those whose mean p_i sits nearest the 10/50/90 % quantiles (Fig. 16: p_i = 0.1, 0.5, 0.9)
+        order = np.argsort((trace.prob if trace.prob is not None else trace.available).mean(axis=0), kind="stable")
+        clients = np.unique(order[np.round(np.linspace(0.1, 0.9, 3) * (len(order) - 1)).astype(int)])
+    clients = np.asarray(clients, dtype=np.int64)
     shown, num_clients = min(rounds, trace.available.shape[0]), trace.available.shape[1]
     t = np.arange(shown)
     colors = plt.get_cmap("tab10")(np.arange(len(clients)) % 10)

@@ -151,12 +151,6 @@ class ClientTrainer:
         return ClientPlan(client, self.seed, data, batches, epoch_ends,
                           data.augmentation_generator(self.seed, round_index, client), (epoch, position))
 
-    def start_rows(self, work: LocalWork, count: int) -> dict[str, torch.Tensor]:
-        """The optimizer rows the participants start from."""
-        if self.options.optimizer_state == "persistent":
-            return {k: work.state[k][work.clients.to(work.starts.device)] for k in self.optimizer.keys}
-        return self.optimizer.init_rows(count, self.model.dim, work.starts.dtype, work.starts.device)
-
 
 def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[LocalResult]:
     """One back-end call for the local work of several seeds' participants (same model, settings and back end; their
@@ -176,8 +170,12 @@ def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[
     plans = [[w.trainer.plan(client, round_index, w.state) for client in w.clients.tolist()] for w in busy]
     starts = torch.cat([w.starts for w in busy])
     correction = _joined_correction([w.correction for w in busy])
-    start_rows = [w.trainer.start_rows(w, len(p)) for w, p in zip(busy, plans)]
-    optimizer_rows = {k: torch.cat([r[k] for r in start_rows]) for k in trainer.optimizer.keys}
+    persistent = trainer.options.optimizer_state == "persistent"
+    if persistent:
+        optimizer_rows = {k: torch.cat([w.state[k][w.clients.to(starts.device)] for w in busy])
+                          for k in trainer.optimizer.keys}
+    else:
+        optimizer_rows = trainer.optimizer.init_rows(len(starts), trainer.model.dim, starts.dtype, starts.device)
     back_end = _train_vmap if trainer.batched else _train_loop
     ends, step_losses, step_accuracies, gradient_sums = back_end(
         trainer, [plan for p in plans for plan in p], starts, correction, round_index, lr, optimizer_rows)
@@ -191,7 +189,7 @@ def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[
         part = slice(offset, offset + len(work_plans))
         offset += len(work_plans)
         clients, state, running = work.clients.to(work.starts.device), work.state, accuracy[part]
-        if trainer.options.optimizer_state == "persistent":
+        if persistent:
             for key in trainer.optimizer.keys:
                 state[key].index_copy_(0, clients, optimizer_rows[key][part])
         if "epoch" in state:

@@ -1,9 +1,7 @@
 """Training checkpoints: named groups of tensors (e.g. {"algorithm": state, "local": optimizer state}) and JSON
-metadata, in a torch file read with weights_only=True, so loading one can never run code.
-
-Every member's zip CRC is checked (torch.load skips it) and the content must match the sha256 digest saved with it. A
-checkpoint that cannot be read or fails either check (truncated, a flipped bit, an edited tensor or round, not ours)
-is set aside, renamed to `<name>.unreadable`, and the run starts over, so a damaged file never blocks a rerun."""
+metadata, in a torch file read with weights_only=True, so loading one can never run code. Every member's zip CRC is
+checked (torch.load skips it) and the content must match its saved sha256 digest. A checkpoint that cannot be read or
+fails either check is renamed to `<name>.unreadable` and the run starts over, so a damaged file never blocks a rerun."""
 
 import hashlib
 import json

@@ -1,18 +1,13 @@
 """Lock-file GPU slots: each concurrent training job on a several-GPU workstation gets its own device.
 
-Snakemake's `gpu` resource (profiles/local-gpu sets `resources: gpu=<number of GPUs>`) only caps how many training
-jobs run at once; it assigns no device, so without help every job would land on GPU 0. Before torch initialises CUDA,
-`fedavail train --gpu-slots DIR` takes an exclusive lock on one slot file per (host, device) under DIR and sets
-CUDA_VISIBLE_DEVICES to that device alone. Locks are `fcntl.flock` locks held by the training process for its life:
-the kernel releases them when it exits, however it exits (normal end, exception, SIGKILL), so a crashed job never
-leaves a slot taken.
+Snakemake's `gpu` resource (profiles/local-gpu) only caps how many training jobs run at once; it assigns no device,
+so every job would land on GPU 0. Before torch initialises CUDA, `fedavail train --gpu-slots DIR` takes an exclusive
+`fcntl.flock` lock on one slot file per (host, device) under DIR and sets CUDA_VISIBLE_DEVICES to that device alone.
+The kernel releases the lock when the process exits, however it exits, so a crashed job never leaves a slot taken.
+When every device has a holder, the job takes a slot on the next "level" (a second job on a device) rather than wait.
 
-When every device already has a holder (more concurrent jobs than GPUs, e.g. a plain run without the profile) the job
-does not wait: it takes a slot on the next "level" (a second job on a device), so jobs spread evenly over the devices.
-
-Nothing happens (CUDA_VISIBLE_DEVICES is left as it is) when the run asks for a fixed device (`cpu`, `cuda:N`) or at
-most one device is visible: e.g. inside a SLURM job that was given one GPU, where SLURM already set
-CUDA_VISIBLE_DEVICES. This module must not import torch.
+Nothing happens when the run asks for a fixed device (`cpu`, `cuda:N`) or at most one device is visible (e.g. a SLURM
+job given one GPU, whose CUDA_VISIBLE_DEVICES SLURM set). This module must not import torch.
 """
 
 import fcntl
@@ -39,22 +34,14 @@ class Slot:
     path: Path
     handle: IO = field(repr=False)
 
-    def release(self) -> None:
-        if not self.handle.closed:
-            fcntl.flock(self.handle, fcntl.LOCK_UN)
-            self.handle.close()
 
-
-def visible_devices(environ: dict | None = None) -> list[str]:
+def visible_devices() -> list[str]:
     """The devices this process may use: CUDA_VISIBLE_DEVICES when set (a scheduler or the user chose), else every
     GPU (or MIG instance) that `nvidia-smi -L` lists; [] without NVIDIA GPUs."""
-    environ = os.environ if environ is None else environ
-    value = environ.get("CUDA_VISIBLE_DEVICES")
-    if value is not None:
-        if value.strip() in _HIDDEN:
-            return []
-        return [d.strip() for d in value.split(",") if d.strip()]
-    return _nvidia_smi_devices()
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return _nvidia_smi_devices()
+    return [] if value.strip() in _HIDDEN else [d.strip() for d in value.split(",") if d.strip()]
 
 
 def _nvidia_smi_devices() -> list[str]:
@@ -80,21 +67,19 @@ def _nvidia_smi_devices() -> list[str]:
 def gpu_count() -> int:
     """How many devices jobs can be spread over (FEDAVAIL_GPUS overrides detection); profiles/local-gpu uses it."""
     override = os.environ.get("FEDAVAIL_GPUS")
-    if override:
-        return int(override)
-    return len(visible_devices())
+    return int(override) if override else len(visible_devices())
 
 
-def acquire(slot_dir: str | os.PathLike, devices: list[str], host: str | None = None) -> Slot:
+def acquire(slot_dir: str | os.PathLike, devices: list[str]) -> Slot:
     """Lock the first free slot: devices in order on level 0 (one job per device), then level 1, and so on."""
     if not devices:
         raise ValueError("no devices to choose from")
     slot_dir = Path(slot_dir)
     slot_dir.mkdir(parents=True, exist_ok=True)
-    host = host or socket.gethostname()
+    host = _safe(socket.gethostname())
     for level in range(MAX_LEVELS):
         for device in devices:
-            path = slot_dir / f"{_safe(host)}.gpu-{_safe(device)}.{level}.lock"
+            path = slot_dir / f"{host}.gpu-{_safe(device)}.{level}.lock"
             handle = open(path, "a+")
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

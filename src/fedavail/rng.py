@@ -11,13 +11,10 @@ if TYPE_CHECKING:
     import torch
 
 
-def _purpose_key(purpose: str) -> int:
-    # A stable integer for a purpose string (Python's hash() is salted per process).
-    return int.from_bytes(hashlib.sha256(purpose.encode()).digest()[:4], "little")
-
-
 def seed_sequence(seed: int, purpose: str, *keys: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence([int(seed), _purpose_key(purpose), *(int(k) for k in keys)])
+    # A stable integer for the purpose string (Python's hash() is salted per process).
+    purpose_key = int.from_bytes(hashlib.sha256(purpose.encode()).digest()[:4], "little")
+    return np.random.SeedSequence([int(seed), purpose_key, *(int(k) for k in keys)])
 
 
 def numpy_generator(seed: int, purpose: str, *keys: int) -> np.random.Generator:

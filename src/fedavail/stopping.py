@@ -10,8 +10,6 @@ _requested: list[int] = []
 
 
 class StopRequested(Exception):
-    """Raised inside a round when a stop was requested; the trainer discards that round."""
-
     def __init__(self, signum: int):
         super().__init__(f"stop requested (signal {signum})")
         self.signum = signum
@@ -29,7 +27,6 @@ def request(signum: int) -> None:
 
 
 def requested() -> int | None:
-    """The signal of the first pending stop request, or None."""
     return _requested[0] if _requested else None
 
 

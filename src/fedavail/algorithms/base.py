@@ -1,7 +1,7 @@
 """The interface every algorithm implements: explicit tensor state and a few hooks the trainer calls each round.
 
 State is a dict of tensors ([d] vectors, [m, d] tables, [m] scalars), so checkpoints and memory accounting are
-generic. Algorithms never touch files, devices or data loading; the trainer maps clients (engine.local)."""
+generic. Algorithms never touch files, devices or data loading; they import the hooks' types from here."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,10 +62,8 @@ LocalTrainer = Callable[[torch.Tensor, torch.Tensor, LocalCorrection | None, Rou
 
 def run_round(algorithm: Algorithm, state: State, ctx: RoundContext,
               local_train: LocalTrainer) -> tuple[State, torch.Tensor, LocalResult]:
-    """One round: select, start points, correction (local_work), local training, server update; the trainer follows
-    the same order, with one training call for the local work of all the seeds it runs.
-
-    `local_train(clients, starts, correction, ctx)` is the engine (or, in tests, an exact solver)."""
+    """One round in the trainer's order; `local_train(clients, starts, correction, ctx)` is the engine (or, in
+    tests, an exact solver)."""
     clients, starts, correction = local_work(algorithm, state, ctx)
     result = local_train(clients, starts, correction, ctx)
     return algorithm.aggregate(state, clients, result, ctx), clients, result
@@ -73,8 +71,7 @@ def run_round(algorithm: Algorithm, state: State, ctx: RoundContext,
 
 def local_work(algorithm: Algorithm, state: State,
                ctx: RoundContext) -> tuple[torch.Tensor, torch.Tensor, LocalCorrection | None]:
-    """The round's participants, their start points and their correction: what local training needs (a trainer of
-    several seeds at once asks each seed for it, trains them together, then aggregates each)."""
+    """The round's participants, their start points and their correction: what local training needs."""
     clients = algorithm.select(state, ctx)
     return clients, algorithm.start_points(state, clients, ctx), algorithm.correction(state, clients, ctx)
 

@@ -24,14 +24,11 @@ State: x [d], r [m], p [m] (float64): O(m) scalars."""
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalResult
+from fedavail.algorithms.base import Algorithm, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.f3ast import F3ASTOptions
 
 
 class F3AST(F3ASTOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.f3ast.F3ASTOptions."""
-
     def budget(self, num_clients: int) -> int:
         return self.clients_per_round if self.clients_per_round is not None else max(1, round(0.1 * num_clients))
 

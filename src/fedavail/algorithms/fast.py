@@ -33,16 +33,13 @@ from functools import cached_property
 import torch
 
 from fedavail.algorithms import build_algorithm
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalCorrection, LocalResult
+from fedavail.algorithms.base import Algorithm, LocalCorrection, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.fast import FastOptions
 
 _KEYS = ("q", "last_q", "last_snapshot", "last_acc")
 
 
 class Fast(FastOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.fast.FastOptions (which checks base_hyperparameters)."""
-
     @cached_property
     def inner(self) -> Algorithm:
         return build_algorithm(self.base, self.base_hyperparameters)

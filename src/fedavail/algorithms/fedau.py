@@ -14,14 +14,11 @@ State: x [d], M [m], Omega [m] (float64), S [m]: O(m) scalars."""
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalResult
+from fedavail.algorithms.base import Algorithm, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.fedau import FedAUOptions
 
 
 class FedAU(FedAUOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.fedau.FedAUOptions."""
-
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)
         counts = torch.zeros(m, dtype=torch.int64, device=x0.device)

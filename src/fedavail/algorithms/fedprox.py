@@ -9,14 +9,11 @@ anchors to the live parameters, so its proximal term is identically zero (RogerR
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State, mean_delta
-from fedavail.engine.local import LocalCorrection, LocalResult
+from fedavail.algorithms.base import Algorithm, LocalCorrection, LocalResult, RoundContext, State, mean_delta
 from fedavail.plan.algorithms.fedprox import FedProxOptions
 
 
 class FedProx(FedProxOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.fedprox.FedProxOptions."""
-
     def correction(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> LocalCorrection:
         anchor = self.start_points(state, clients, ctx).detach().clone()
         return LocalCorrection(prox_mu=self.mu, anchor=anchor)

@@ -25,8 +25,7 @@ so x^{t+1} = (m·x_FedAvg + k·x^t)/(m + k); with k = 0 FedSWE is FedAvg-active 
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalResult
+from fedavail.algorithms.base import Algorithm, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.fedswe import FedSWEOptions
 
 
@@ -37,8 +36,6 @@ def clip_norm(vector: torch.Tensor, max_norm: float) -> torch.Tensor:
 
 
 class FedSWE(FedSWEOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.fedswe.FedSWEOptions."""
-
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)
         return {"x": x0.clone(), "X": x0.expand(m, -1).clone(),

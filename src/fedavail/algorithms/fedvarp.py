@@ -14,14 +14,11 @@ Full participation: U = ȳ + mean Δ_i − mean y_i = mean Δ_i every round (ȳ 
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalResult
+from fedavail.algorithms.base import Algorithm, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.fedvarp import FedVARPOptions
 
 
 class FedVARP(FedVARPOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.fedvarp.FedVARPOptions."""
-
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         return {"x": x0.clone(), "y": x0.new_zeros(len(client_sizes), len(x0)), "y_bar": torch.zeros_like(x0)}
 

@@ -13,14 +13,11 @@ State: x [d], z [d]."""
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalResult
+from fedavail.algorithms.base import Algorithm, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.gfedavg import GFedAvgOptions
 
 
 class GFedAvg(GFedAvgOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.gfedavg.GFedAvgOptions."""
-
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         return {"x": x0.clone(), "z": x0.clone()}
 

@@ -12,8 +12,8 @@ The two agree under a constant LR and differ under a decaying one.
 The update runs every round, also when A_t = ∅ (the memory still moves x), as in the paper and IBM/fedau `main.py`.
 
 Never-seen clients, option `init`:
-  "zero" (default; IBM/fedau, mingxiang12/FedAWE and `fdu_no_wait.py`): G_i = 0 until client i first participates, so early updates are
-         shrunk by (#seen / N).
+  "zero" (default; IBM/fedau, mingxiang12/FedAWE and `fdu_no_wait.py`): G_i = 0 until client i first participates,
+         so early updates are shrunk by (#seen / N).
   "wait" (official `fdu.py`): x stays at x^0 until every client has participated at least once (their G_i are
          computed at x^0); the first update is made in the round in which the last client is first seen. Rounds
          are still counted (the LR schedule does not pause), and the run never updates if some client never shows up.
@@ -24,14 +24,11 @@ Full participation: every G_i is fresh, and x^{t+1} = x^t + η_g·(1/N) Σ Δ_i,
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalResult
+from fedavail.algorithms.base import Algorithm, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.mifa import MIFAOptions
 
 
 class MIFA(MIFAOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.mifa.MIFAOptions."""
-
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)
         return {"x": x0.clone(), "G": x0.new_zeros(m, len(x0)), "G_sum": torch.zeros_like(x0),

@@ -21,14 +21,11 @@ tensor of the state."""
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, State
-from fedavail.engine.local import LocalCorrection, LocalResult
+from fedavail.algorithms.base import Algorithm, LocalCorrection, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.scaffold import ScaffoldOptions
 
 
 class Scaffold(ScaffoldOptions, Algorithm):
-    """Options and their defaults: fedavail.plan.algorithms.scaffold.ScaffoldOptions."""
-
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         num_clients = len(client_sizes)
         return {"x": x0.clone(), "c": torch.zeros_like(x0),

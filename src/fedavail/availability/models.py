@@ -2,6 +2,7 @@
 
 Pure functions of their arguments and an explicit numpy Generator; traces.py wires them to specs and files.
 Shapes: T rounds, m clients, n cohort size. Probabilities are float64 [T, m]; availability is bool [T, m].
+Sources: FedSWE (arXiv 2609.04763 §7, Appendix H.2) and FAST's cohorts (OpenReview H3AUl3pnlu §3.2).
 """
 
 import numpy as np
@@ -18,31 +19,27 @@ _DRAWS_PER_SLOT = 8
 _MAX_DRAWS_AT_ONCE = 4_000_000
 
 
-# ---------------------------------------------------------------- FedSWE (arXiv 2609.04763 §7, Appendix H.2)
-
-
 def default_phi_max(num_classes: int) -> np.ndarray:
     """Φ_c = 1 for the first half of the classes, 0.5 for the rest (Appendix H.2)."""
     return np.where(np.arange(num_classes) < num_classes // 2, 1.0, 0.5)
 
 
-def fedswe_base_probabilities(
-    class_mix: np.ndarray, phi_max: np.ndarray, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
+def fedswe_base_probabilities(class_mix: np.ndarray, phi_max: np.ndarray,
+                              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """p_i = <ν_i, φ> with φ_c ~ U(0, Φ_c). Returns (p [m], φ [C])."""
     phi = rng.uniform(0.0, 1.0, size=len(phi_max)) * phi_max
     return class_mix @ phi, phi
 
 
-def staircase(rounds: int, period: int, low: float) -> np.ndarray:
-    """f(t) = 1 in the first half of each period, `low` in the second (H.2; the code's r//10 mod 2 for P = 20)."""
+def modulation(dynamics: str, rounds: int, period: int, low: float, gamma: float) -> np.ndarray:
+    """f(t) [T] (H.2): stationary 1; staircase 1 in the first half of each period P and `low` in the second (the
+    code's r//10 mod 2 for P = 20); sine γ sin(2πt/P) + 1 − γ."""
     t = np.arange(rounds)
-    return np.where(t % period < period / 2, 1.0, low)
-
-
-def sine(rounds: int, period: int, gamma: float) -> np.ndarray:
-    """f(t) = γ sin(2πt/P) + 1 − γ (H.2)."""
-    return gamma * np.sin(2 * np.pi * np.arange(rounds) / period) + 1.0 - gamma
+    if dynamics == "staircase":
+        return np.where(t % period < period / 2, 1.0, low)
+    if dynamics == "sine":
+        return gamma * np.sin(2 * np.pi * t / period) + 1.0 - gamma
+    return np.ones(rounds)
 
 
 def two_group_windows(rounds: int, num_clients: int, window: int) -> np.ndarray:
@@ -52,9 +49,6 @@ def two_group_windows(rounds: int, num_clients: int, window: int) -> np.ndarray:
     first_half = (np.arange(rounds) % window) < window / 2
     first_group = np.arange(num_clients) < num_clients // 2
     return first_half[:, None] == first_group[None, :]
-
-
-# ---------------------------------------------------------------- independent Bernoulli availability
 
 
 def bernoulli_availability(prob: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -70,9 +64,7 @@ def cyclic_windows(rounds: int, num_clients: int, groups: int, active_rounds: in
     return active_group[:, None] == group_of_client[None, :]
 
 
-def markov_availability(
-    p_on: np.ndarray, p_off: np.ndarray, rounds: int, rng: np.random.Generator
-) -> np.ndarray:
+def markov_availability(p_on: np.ndarray, p_off: np.ndarray, rounds: int, rng: np.random.Generator) -> np.ndarray:
     """Two-state chain per client: off→on with probability p_on, on→off with p_off; round 0 drawn from the
     stationary law π = p_on/(p_on + p_off), so P(a_i^t = 1) = π_i in every round."""
     stationary = p_on / (p_on + p_off)
@@ -86,42 +78,33 @@ def markov_availability(
     return available
 
 
-# ---------------------------------------------------------------- cohorts (FAST, OpenReview H3AUl3pnlu §3.2)
-
-
 def uniform_cohorts(rounds: int, num_clients: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """int64 [T, n]: per round n distinct clients uniformly at random, sorted ascending."""
     cohorts = np.argsort(rng.random((rounds, num_clients)), axis=1)[:, :size]
     return np.sort(cohorts, axis=1).astype(np.int64)
 
 
-def skewed_cohorts(
-    distribution: str, rounds: int, num_clients: int, size: int, rng: np.random.Generator
-) -> np.ndarray:
+def skewed_cohorts(distribution: str, rounds: int, num_clients: int, size: int,
+                   rng: np.random.Generator) -> np.ndarray:
     """int64 [T, n]: per round the first n distinct in-range indices ⌊m·Z⌋ of an i.i.d. stream of Z (the authors'
     rejection loop: an index ≥ m or already drawn is skipped), sorted ascending.
 
     Vectorised: a chunk of rounds draws a block of Z per round at once; a round whose block holds fewer than n
-    distinct valid indices redraws a larger block, which leaves the law unchanged because the stream is i.i.d.
-    """
+    distinct valid indices redraws a larger block, which leaves the law unchanged because the stream is i.i.d."""
     cohorts = np.empty((rounds, size), dtype=np.int64)
     block = _DRAWS_PER_SLOT * size
     chunk = max(1, _MAX_DRAWS_AT_ONCE // block)
     for start in range(0, rounds, chunk):
-        pending = np.arange(start, min(start + chunk, rounds))
-        block_size = block
-        while True:
+        pending, block_size = np.arange(start, min(start + chunk, rounds)), block
+        while pending.size:
             filled, complete = _first_distinct(distribution, pending.size, block_size, num_clients, size, rng)
             cohorts[pending[complete]] = filled
             pending = pending[~complete]
             grown = min(4 * block_size, _MAX_DRAWS_AT_ONCE // max(pending.size, 1))
-            if pending.size == 0:
-                break
-            if grown <= block_size:
-                raise ValueError(
-                    f"trace spec key 'fraction': {distribution} index draws cannot fill a cohort of {size} distinct "
-                    f"clients out of {num_clients} (the distribution concentrates on too few indices)"
-                )
+            if pending.size and grown <= block_size:
+                raise ValueError(f"trace spec key 'fraction': {distribution} index draws cannot fill a cohort of "
+                                 f"{size} distinct clients out of {num_clients} (the distribution concentrates on "
+                                 "too few indices)")
             block_size = grown
     return np.sort(cohorts, axis=1)
 

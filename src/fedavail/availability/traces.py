@@ -1,27 +1,9 @@
-"""Availability traces: for every round and client, whether the client is available, stored once per seed.
-
-A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the model defines it, else None), snapshot
-(int64 [T, n]: a uniform cohort pre-drawn for every round, so FAST's snapshot rounds are deterministic on any trace),
-and the parameters that made it. All algorithms of a seed read the same trace.
-
-Models (spec["model"]; their settings and defaults: fedavail.plan.traces; what each draws: DRAWERS below):
-- "fedswe" (FedSWE, arXiv 2609.04763, §7, App. H.2): p_i = <ν_i, φ>, φ_c ~ U(0, Φ_c); p_i^t = clip(p_i f(t), 0, 1);
-  a_i^t ~ Bernoulli(p_i^t). dynamics: "stationary" f = 1; "staircase" f = 1 then `low` (0.4) over each half of
-  `period` P; "sine" f = γ sin(2πt/P) + 1 − γ; "two_group" (§7.1 eqs. 31-32): clients [0, m/2) only in the first
-  half of each `window` Pδ, the others only in the second half, inside it f = 1 ("inner": "static") or the staircase
-  ("inner": "staircase", with `period` and `low`). ν_i is the partition's drawn class mix ("class_mix": "nu", the
-  paper) or its realised label shares ("empirical", what the FedAWE code uses); either needs `partition`.
-- "fast" (FAST, OpenReview H3AUl3pnlu §3.2, authors' code): a cohort of n = round(fraction·m) distinct clients
-  per round, uniform or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2. prob = n/m for uniform, None
-  for the skewed ones.
-- "bernoulli": p_i^t = clip(p f(t), 0, 1) with p a number or one per client, and f the fedswe model's stationary
-  (f = 1, the default), staircase or sine modulation (`dynamics`, `period`, `gamma`, `low`): FedSWE Fig. 3's
-  p_i^t = p·[γ sin(0.1πt) + 1 − γ] for every client is dynamics "sine", period 20.
-- "markov": on/off chain per client (p_on = P(off→on), p_off = P(on→off)), started stationary; prob = the marginal
-  π = p_on/(p_on + p_off), not the probability given the previous round.
-- "cyclic": K groups of consecutive clients; group ⌊iK/m⌋ has p_i^t = p while ⌊t/active_rounds⌋ mod K is its
-  index, 0 otherwise (FedSWE eq. 4).
-Every model's snapshot cohort has size spec["snapshot_size"], by default round(0.1·m) (the fast model: its n).
+"""Availability traces: for every round and client, whether the client is available, stored once per seed; all
+algorithms of a seed read the same trace. A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the
+model defines it, else None; for markov the marginal π = p_on/(p_on + p_off), not the probability given the previous
+round), snapshot (int64 [T, n]: a uniform cohort pre-drawn for every round, so FAST's snapshot rounds are
+deterministic on any trace) and the parameters that made it. The models and their settings: fedavail.plan.traces
+(FedSWE Fig. 3's p_i^t = p·[γ sin(0.1πt) + 1 − γ] is the bernoulli model with dynamics "sine", period 20).
 
 Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots. So traces of one seed
 share their snapshots, and FedSWE dynamics of one seed share their p_i.
@@ -52,16 +34,6 @@ class Trace:
     snapshot: np.ndarray | None  # int64 [T, n]
     params: dict
 
-    @property
-    def rounds(self) -> int:
-        return self.available.shape[0]
-
-    @property
-    def num_clients(self) -> int:
-        return self.available.shape[1]
-
-
-# ---------------------------------------------------------------- making traces
 
 # What each trace model (fedavail.plan.traces.TRACE_MODELS, same names) draws: a function of the trace's params
 # (its full spec with snapshot_size, seed, num_clients and rounds resolved) and the Partition (or None), taking the
@@ -83,25 +55,12 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
     available, prob, extra = DRAWERS[spec["model"]](partition, **params)
     snapshot_rng = numpy_generator(seed, "trace", STREAM_SNAPSHOT)
     snapshot = models.uniform_cohorts(rounds, num_clients, params["snapshot_size"], snapshot_rng)
-    return Trace(
-        available=np.ascontiguousarray(available, dtype=bool),
-        prob=None if prob is None else np.ascontiguousarray(prob, dtype=np.float32),
-        snapshot=snapshot,
-        params={**params, **extra},
-    )
+    return Trace(np.ascontiguousarray(available, dtype=bool),
+                 None if prob is None else np.ascontiguousarray(prob, dtype=np.float32), snapshot, {**params, **extra})
 
 
 def _round_rng(seed: int) -> np.random.Generator:
     return numpy_generator(seed, "trace", STREAM_ROUNDS)
-
-
-def _modulation(dynamics: str, rounds: int, period: int, low: float, gamma: float) -> np.ndarray:
-    """f(t) [T] of the stationary, staircase and sine dynamics (FedSWE App. H.2)."""
-    if dynamics == "staircase":
-        return models.staircase(rounds, period, low)
-    if dynamics == "sine":
-        return models.sine(rounds, period, gamma)
-    return np.ones(rounds)
 
 
 @DRAWERS.add("fedswe")
@@ -112,9 +71,8 @@ def _fedswe(part, *, num_clients, rounds, seed, class_mix, phi_max, dynamics, pe
         raise ValueError(f"partition has {part.num_clients} clients, trace asked for {num_clients}")
     if class_mix == "nu":
         if part.nu is None:
-            raise ValueError(
-                f"trace spec key 'class_mix': scheme {part.params.get('scheme')!r} draws no ν_i; use 'empirical'"
-            )
+            raise ValueError(f"trace spec key 'class_mix': scheme {part.params.get('scheme')!r} draws no ν_i; "
+                             "use 'empirical'")
         mix = part.nu
     else:
         mix = part.label_hist / np.maximum(part.sizes, 1)[:, None]
@@ -124,10 +82,10 @@ def _fedswe(part, *, num_clients, rounds, seed, class_mix, phi_max, dynamics, pe
         raise ValueError(f"trace spec key 'phi_max' has {phi_max.size} values for {num_classes} classes")
     base, phi = models.fedswe_base_probabilities(mix, phi_max, numpy_generator(seed, "trace", STREAM_CLIENTS))
     if dynamics == "two_group":
-        within = _modulation("staircase" if inner == "staircase" else "stationary", rounds, period, low, gamma)
+        within = models.modulation(inner, rounds, period, low, gamma)  # static: 1
         modulation = models.two_group_windows(rounds, num_clients, window) * within[:, None]
     else:
-        modulation = _modulation(dynamics, rounds, period, low, gamma)[:, None]
+        modulation = models.modulation(dynamics, rounds, period, low, gamma)[:, None]
     prob = np.clip(base[None, :] * modulation, 0.0, 1.0)
     extra = {"phi": phi.tolist(), "phi_max": phi_max.tolist(), "partition_params": part.params}
     return models.bernoulli_availability(prob, _round_rng(seed)), prob, extra
@@ -148,7 +106,7 @@ def _fast(part, *, num_clients, rounds, seed, snapshot_size, distribution, **_):
 def _bernoulli(part, *, num_clients, rounds, seed, p, dynamics, period, low, gamma, **_):
     prob = np.broadcast_to(per_client(p, "p", num_clients), (rounds, num_clients))
     if dynamics != "stationary":
-        prob = np.clip(prob * _modulation(dynamics, rounds, period, low, gamma)[:, None], 0.0, 1.0)
+        prob = np.clip(prob * models.modulation(dynamics, rounds, period, low, gamma)[:, None], 0.0, 1.0)
     return models.bernoulli_availability(prob, _round_rng(seed)), prob, {}
 
 
@@ -166,24 +124,19 @@ def _cyclic(part, *, num_clients, rounds, seed, groups, p, active_rounds, **_):
     return models.bernoulli_availability(prob, _round_rng(seed)), prob, {}
 
 
-# ---------------------------------------------------------------- files
-
-
 def _index_dtype(num_clients: int):
     return np.uint8 if num_clients <= 1 << 8 else np.uint16 if num_clients <= 1 << 16 else np.uint32
 
 
 def save_trace(path: str | os.PathLike, trace: Trace) -> None:
     """npz: availability bit-packed per round, prob float32, snapshot in the smallest unsigned int, params JSON."""
-    arrays = {
-        "available_bits": np.packbits(trace.available, axis=1, bitorder="little"),
-        "shape": np.array(trace.available.shape, dtype=np.int64),
-        "params": np.array(json.dumps(trace.params, sort_keys=True)),
-    }
+    arrays = {"available_bits": np.packbits(trace.available, axis=1, bitorder="little"),
+              "shape": np.array(trace.available.shape, dtype=np.int64),
+              "params": np.array(json.dumps(trace.params, sort_keys=True))}
     if trace.prob is not None:
         arrays["prob"] = trace.prob.astype(np.float32)
     if trace.snapshot is not None:
-        arrays["snapshot"] = trace.snapshot.astype(_index_dtype(trace.num_clients))
+        arrays["snapshot"] = trace.snapshot.astype(_index_dtype(trace.available.shape[1]))
     write_npz(path, arrays)
 
 
@@ -191,24 +144,10 @@ def load_trace(path: str | os.PathLike) -> Trace:
     with reading(path, "availability trace"), np.load(path, allow_pickle=False) as data:
         rounds, num_clients = (int(v) for v in data["shape"])
         available = np.unpackbits(data["available_bits"], axis=1, count=num_clients, bitorder="little")
-        return Trace(
-            available=available.astype(bool).reshape(rounds, num_clients),
-            prob=data["prob"] if "prob" in data.files else None,
-            snapshot=data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
-            params=json.loads(str(data["params"])),
-        )
-
-
-# ---------------------------------------------------------------- figure
-
-
-def _representative_clients(trace: Trace, count: int = 3) -> np.ndarray:
-    """Clients whose mean availability probability sits nearest the 10/50/90 % quantiles (FedSWE Fig. 16 shows
-    p_i ∈ {0.1, 0.5, 0.9})."""
-    mean = (trace.prob if trace.prob is not None else trace.available).mean(axis=0)
-    order = np.argsort(mean, kind="stable")
-    picks = order[np.round(np.linspace(0.1, 0.9, count) * (len(order) - 1)).astype(int)]
-    return np.unique(picks)
+        return Trace(available.astype(bool).reshape(rounds, num_clients),
+                     data["prob"] if "prob" in data.files else None,
+                     data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
+                     json.loads(str(data["params"])))
 
 
 def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int = 50) -> None:
@@ -218,13 +157,15 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    clients = _representative_clients(trace) if clients is None else np.asarray(clients, dtype=np.int64)
-    shown = min(rounds, trace.rounds)
+    if clients is None:  # those whose mean p_i sits nearest the 10/50/90 % quantiles (Fig. 16: p_i = 0.1, 0.5, 0.9)
+        order = np.argsort((trace.prob if trace.prob is not None else trace.available).mean(axis=0), kind="stable")
+        clients = np.unique(order[np.round(np.linspace(0.1, 0.9, 3) * (len(order) - 1)).astype(int)])
+    clients = np.asarray(clients, dtype=np.int64)
+    shown, num_clients = min(rounds, trace.available.shape[0]), trace.available.shape[1]
     t = np.arange(shown)
     colors = plt.get_cmap("tab10")(np.arange(len(clients)) % 10)
-    fig, (ax_prob, ax_boxes, ax_all) = plt.subplots(
-        3, 1, figsize=(8, 7), sharex=True, gridspec_kw={"height_ratios": [2, 1, 3]}
-    )
+    fig, (ax_prob, ax_boxes, ax_all) = plt.subplots(3, 1, figsize=(8, 7), sharex=True,
+                                                    gridspec_kw={"height_ratios": [2, 1, 3]})
     if trace.prob is not None:
         for color, client in zip(colors, clients):
             ax_prob.step(t, trace.prob[:shown, client], where="mid", color=color, label=f"client {client}")
@@ -238,14 +179,10 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
         on = np.flatnonzero(trace.available[:shown, client])
         ax_boxes.bar(on, 0.8, bottom=row - 0.4, width=0.9, color=color)
     ax_boxes.set_yticks(np.arange(len(clients)), [str(c) for c in clients])
-    ax_boxes.set_ylim(len(clients) - 0.5, -0.5)
-    ax_boxes.set_ylabel("client")
-    ax_all.imshow(
-        trace.available[:shown].T, aspect="auto", interpolation="nearest", cmap="Greys",
-        extent=(-0.5, shown - 0.5, trace.num_clients - 0.5, -0.5),
-    )
-    ax_all.set_ylabel("client (all)")
-    ax_all.set_xlabel("round t")
+    ax_boxes.set(ylim=(len(clients) - 0.5, -0.5), ylabel="client")
+    ax_all.imshow(trace.available[:shown].T, aspect="auto", interpolation="nearest", cmap="Greys",
+                  extent=(-0.5, shown - 0.5, num_clients - 0.5, -0.5))
+    ax_all.set(ylabel="client (all)", xlabel="round t")
     described = {k: v for k, v in trace.params.items() if k not in ("partition_params", "phi", "phi_max", "seed")}
     title = ", ".join(f"{k}={v}" for k, v in sorted(described.items()) if v is not None)
     fig.suptitle(textwrap.fill(title, 140), fontsize=8)

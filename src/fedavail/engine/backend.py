@@ -1,6 +1,5 @@
-"""Which back end trains a run's clients when `execution.batched` is auto: vmap over clients on CUDA; on the CPU
-where benchmarks/step_cost.py measured vmap faster than the per-client loop for the model at the run's batch size
-(at 10 participants and more; with 3 the two were even), else the loop."""
+"""Which back end trains a run's clients when `execution.batched` is auto: vmap on CUDA; on the CPU where
+benchmarks/step_cost.py measured vmap faster than the loop for the model at the run's batch size, else the loop."""
 
 import torch
 
@@ -11,6 +10,4 @@ VMAP_ON_CPU_UP_TO_BATCH = {"small_cnn": 64}
 
 
 def picks_vmap(model_name: str, batch_size: int, device: torch.device) -> bool:
-    if device.type == "cuda":
-        return True
-    return batch_size <= VMAP_ON_CPU_UP_TO_BATCH.get(model_name, 0)
+    return device.type == "cuda" or batch_size <= VMAP_ON_CPU_UP_TO_BATCH.get(model_name, 0)

@@ -1,7 +1,5 @@
-"""Training data on the device and keyed minibatch streams for clients.
-
-A client's minibatches for a round come from a generator keyed by (seed, round, client), so they do not depend on who
-else participates, on batching, or on whether the run was resumed."""
+"""Training data on the device and keyed minibatch streams: a client's minibatches for a round come from a generator
+keyed by (seed, round, client), so they do not depend on who else participates, on batching, or on a resume."""
 
 import torch
 
@@ -16,14 +14,11 @@ class ClientData:
 
     def __init__(self, dataset: dict, offsets, indices, device: torch.device, augmentation: AugmentationOptions,
                  dtype: torch.dtype = torch.float32):
-        self.kind = dataset["kind"]
-        self.device = device
-        self.dtype = dtype
+        self.kind, self.device, self.dtype, self.augmentation = dataset["kind"], device, dtype, augmentation
         self.x = dataset["train_x"].to(device)
         self.y = dataset["train_y"].to(device)
         self.offsets = torch.as_tensor(offsets, dtype=torch.int64)
         self.indices = torch.as_tensor(indices, dtype=torch.int64).to(device)
-        self.augmentation = augmentation
         if self.kind == "text":
             self.text = dataset["text"].to(device)
             self.seq_length = int(dataset["seq_length"])
@@ -46,18 +41,15 @@ class ClientData:
         return (raw.to(self.dtype).div_(255.0) - self.mean) / self.std
 
     def client_positions(self, client: int) -> torch.Tensor:
-        """The client's samples as positions in the train set, in partition order."""
         start, stop = int(self.offsets[client]), int(self.offsets[client + 1])
         if stop == start:
             raise ValueError(f"client {client} holds no training samples")
         return self.indices[start:stop]
 
     def step_batches(self, seed: int, round_index: int, client: int, steps: int, batch_size: int):
-        """`steps` minibatches of exactly `batch_size` sample positions for this round, and the generator that
-        augments them (local work `steps: K`).
-
-        Samples are drawn as consecutive reshuffles of the client's data (epochs without replacement), so a client
-        holding fewer samples than a batch still yields full batches."""
+        """`steps` minibatches of exactly `batch_size` sample positions for this round (local work `steps: K`), and
+        the generator that augments them. Consecutive reshuffles of the client's data (epochs without replacement), so
+        a client holding fewer samples than a batch still yields full batches."""
         generator = torch_generator(seed, "minibatch", round_index, client, device=self.device)
         own = self.client_positions(client)
         needed = steps * batch_size
@@ -67,8 +59,8 @@ class ClientData:
         return list(own[order[:needed]].view(steps, batch_size)), generator
 
     def epoch_order(self, seed: int, client: int, epoch: int, shuffle: bool) -> torch.Tensor:
-        """The client's sample positions in the order of its epoch number `epoch` (local work `epochs: E`): keyed by
-        the client and the epoch, not the round, so an epoch that spans participations continues in one order."""
+        """The client's sample positions in the order of its epoch `epoch` (local work `epochs: E`): keyed by the
+        epoch, not the round, so an epoch that spans participations continues in one order."""
         own = self.client_positions(client)
         if not shuffle:
             return own
@@ -79,7 +71,6 @@ class ClientData:
         return torch_generator(seed, "augmentation", round_index, client, device=self.device)
 
     def batch(self, positions: torch.Tensor, generator: torch.Generator):
-        """Model inputs and labels of the samples at `positions`, augmented with `generator` when configured."""
         x = self.inputs(self.x[positions])
         if self.kind == "image" and self.augmentation.active:
             x = random_crop_flip(x, generator, self.augmentation.crop_padding, self.augmentation.horizontal_flip,
@@ -87,7 +78,6 @@ class ClientData:
         return x, self.y[positions]
 
     def client_stream(self, seed: int, round_index: int, client: int, steps: int, batch_size: int):
-        """The client's `steps` minibatches (inputs, labels) of exactly `batch_size` samples for this round."""
         batches, generator = self.step_batches(seed, round_index, client, steps, batch_size)
         for positions in batches:
             yield self.batch(positions, generator)

@@ -1,16 +1,11 @@
-"""Local training for a round's participants, from the start points the algorithm chose, with the experiment's local
-optimisation settings (fedavail.plan.local: optimizer, LR schedule, steps or epochs, batch size, clip, optimizer
-state).
-
-`ClientTrainer` owns the model, the client data, the settings and the back end. Two interchangeable back ends: a
-per-client loop (the fast path on CPU) and a torch.func.vmap over stacked client parameters (the default on CUDA).
-Both consume the same keyed minibatches and the same optimizer formula (engine.optim), so they return the same end
-points up to floating-point reassociation. `train_together` hands several seeds' participants (each seed its own
-ClientTrainer over the same model, settings and data tensors) to one back-end call: one vmap over seeds x clients.
+"""Local training of a round's participants, from the start points the algorithm chose, with the experiment's local
+settings (fedavail.plan.local). Two interchangeable back ends: a per-client loop (the fast path on CPU) and a
+torch.func.vmap over stacked client parameters (the default on CUDA). Both consume the same keyed minibatches and the
+same optimizer formula (engine.optim), so their end points agree up to floating-point reassociation.
 
 Per-client state that outlives a round (optimizer moments with `optimizer_state: persistent`; the epoch cursor and
-the running training accuracy of epoch-based local work) is kept as [m, ...] tables in `ClientTrainer.init_state`'s
-dict, which the trainer checkpoints with the algorithm's state."""
+running training accuracy of epoch-based work) lives in the [m, ...] tables of `ClientTrainer.init_state`, which the
+trainer checkpoints with the algorithm's state."""
 
 import contextlib
 from dataclasses import dataclass
@@ -29,30 +24,22 @@ from fedavail.stopping import raise_if_requested
 
 @dataclass
 class LocalCorrection:
-    """A per-client linear gradient correction, g <- g + prox_mu * (w - anchor) + drift, added to each minibatch
-    gradient before the optimizer step, and what the algorithm wants measured during local work.
+    """g <- g + prox_mu * (w - anchor) + drift, added to each minibatch gradient before the optimizer step.
 
-    FedProx: prox_mu = μ, anchor = the round's start model. SCAFFOLD: drift = c - c_i, and mean_gradient (each
-    client's mean raw minibatch gradient over its local steps, LocalResult.mean_gradient: its new c_i)."""
+    FedProx: prox_mu = μ, anchor = the round's start model. SCAFFOLD: drift = c - c_i, and mean_gradient asks for each
+    client's mean raw minibatch gradient over its local steps (LocalResult.mean_gradient: its new c_i)."""
 
     prox_mu: float = 0.0
     anchor: torch.Tensor | None = None  # [n, d]
     drift: torch.Tensor | None = None  # [n, d]
     mean_gradient: bool = False
 
-    def row(self, j: int) -> "LocalCorrection":
-        return LocalCorrection(
-            self.prox_mu,
-            None if self.anchor is None else self.anchor[j],
-            None if self.drift is None else self.drift[j],
-            self.mean_gradient,
-        )
-
-    def apply(self, gradient: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    def apply(self, gradient: torch.Tensor, weights: torch.Tensor, row: int | slice = slice(None)) -> torch.Tensor:
+        """The corrected gradient of every client [n, d], or of client `row` alone [d]."""
         if self.prox_mu:
-            gradient = gradient + self.prox_mu * (weights - self.anchor)
+            gradient = gradient + self.prox_mu * (weights - self.anchor[row])
         if self.drift is not None:
-            gradient = gradient + self.drift
+            gradient = gradient + self.drift[row]
         return gradient
 
 
@@ -71,36 +58,27 @@ class LocalResult:
 
 @dataclass
 class ClientPlan:
-    """One client's local work this round: sample positions per step, which steps end an epoch, and the generator
-    that augments its batches. It names its client, seed and data, so one back-end call can serve several seeds'
-    clients (each seed has its own partition; the data tensors are shared)."""
+    """One client's local work this round. It names its client, seed and data, so that one back-end call can serve
+    several seeds' clients (each seed has its own partition; the data tensors are shared)."""
 
     client: int
     seed: int
     data: ClientData
-    batches: list[torch.Tensor]
-    epoch_ends: list[bool]
-    generator: torch.Generator
+    batches: list[torch.Tensor]  # sample positions per step
+    epoch_ends: list[bool]  # which steps end an epoch
+    generator: torch.Generator  # augments its batches
     cursor: tuple[int, int] | None = None  # (epoch, batches taken of it) after this round, for epoch-based work
 
 
 @dataclass
 class LocalWork:
-    """One seed's share of a round's local training: its trainer, its participants, their start points and
-    correction, and its per-client tables (updated in place)."""
+    """One seed's share of a round's local training; its per-client tables `state` are updated in place."""
 
     trainer: "ClientTrainer"
     clients: torch.Tensor  # [n]
     starts: torch.Tensor  # [n, d]
     correction: LocalCorrection | None
     state: dict[str, torch.Tensor]
-
-
-@dataclass
-class _Prepared:
-    clients: torch.Tensor  # [n], on the device
-    plans: list[ClientPlan]
-    optimizer_rows: dict[str, torch.Tensor]  # [n, ...]
 
 
 def clip_gradient(gradient: torch.Tensor, max_norm: float | None) -> torch.Tensor:
@@ -113,9 +91,8 @@ def clip_gradient(gradient: torch.Tensor, max_norm: float | None) -> torch.Tenso
 
 @contextlib.contextmanager
 def _keyed_dropout(model: FlatModel, seed: int, round_index: int, client: int):
-    """Dropout draws from torch's default CPU generator: fork it and key it by (seed, round, client).
-
-    Only the CPU generator is seeded (torch.manual_seed would also initialise CUDA, costing milliseconds per call)."""
+    """Dropout draws from torch's default CPU generator: fork it and key it by (seed, round, client). Only the CPU
+    generator is seeded (torch.manual_seed would also initialise CUDA, costing milliseconds per call)."""
     if not any(isinstance(m, torch.nn.Dropout) for m in model.module.modules()):
         yield
         return
@@ -143,55 +120,15 @@ class ClientTrainer:
         if self.options.optimizer_state == "persistent":
             state.update(self.optimizer.init_rows(num_clients, self.model.dim, dtype, device))
         if self.options.epochs is not None:
-            state["epoch"] = torch.zeros(num_clients, dtype=torch.int64, device=device)
-            state["epoch_batch"] = torch.zeros(num_clients, dtype=torch.int64, device=device)
-            state["epoch_acc_sum"] = torch.zeros(num_clients, dtype=torch.float64, device=device)
-            state["epoch_acc_batches"] = torch.zeros(num_clients, dtype=torch.int64, device=device)
+            for key in ("epoch", "epoch_batch", "epoch_acc_sum", "epoch_acc_batches"):
+                table_dtype = torch.float64 if key == "epoch_acc_sum" else torch.int64
+                state[key] = torch.zeros(num_clients, dtype=table_dtype, device=device)
         return state
 
     def train(self, clients: torch.Tensor, starts: torch.Tensor, correction: LocalCorrection | None,
               round_index: int, lr: float, state: dict[str, torch.Tensor]) -> LocalResult:
-        """Local work of `clients` [n] from `starts` [n, d] at this round's LR; their rows of `state` are updated in
-        place."""
+        """Local work of `clients` [n] from `starts` [n, d]; their rows of `state` are updated in place."""
         return train_together([LocalWork(self, clients, starts, correction, state)], round_index, lr)[0]
-
-    def compatible(self, other: "ClientTrainer") -> bool:
-        """Whether this trainer's clients can share `other`'s back-end call."""
-        return self.model is other.model and self.options == other.options and self.batched == other.batched
-
-    def prepare(self, work: LocalWork, round_index: int) -> _Prepared:
-        """The participants' plans and the optimizer rows they start from."""
-        clients = work.clients.cpu()
-        plans = [self.plan(client, round_index, work.state) for client in clients.tolist()]
-        rows = clients.to(work.starts.device)
-        if self.options.optimizer_state == "persistent":
-            optimizer_rows = {k: work.state[k][rows] for k in self.optimizer.keys}
-        else:
-            optimizer_rows = self.optimizer.init_rows(len(plans), self.model.dim, work.starts.dtype,
-                                                      work.starts.device)
-        return _Prepared(rows, plans, optimizer_rows)
-
-    def finish(self, work: LocalWork, prepared: _Prepared, ends: torch.Tensor, step_losses: list[list[float]],
-               step_accuracies: list[list[float]], gradient_sums: torch.Tensor | None) -> LocalResult:
-        """Per-client tables change only after the whole round's local work (a stop request mid-round leaves them as
-        they were at the round's start, which is what a checkpoint then records)."""
-        rows, plans, state = prepared.clients, prepared.plans, work.state
-        if self.options.optimizer_state == "persistent":
-            for key in self.optimizer.keys:
-                state[key].index_copy_(0, rows, prepared.optimizer_rows[key])
-        steps = torch.tensor([len(p.batches) for p in plans], dtype=torch.int64)
-        loss = torch.tensor([sum(v) / len(v) for v in step_losses], dtype=torch.float64)
-        accuracy = torch.tensor([sum(v) / len(v) for v in step_accuracies], dtype=torch.float64)
-        running = accuracy
-        if "epoch" in state:
-            running = self._running_accuracy(rows, plans, step_accuracies, state)
-            cursors = torch.tensor([p.cursor for p in plans], dtype=torch.int64, device=rows.device)
-            state["epoch"].index_copy_(0, rows, cursors[:, 0])
-            state["epoch_batch"].index_copy_(0, rows, cursors[:, 1])
-        mean_gradient = None
-        if gradient_sums is not None:
-            mean_gradient = gradient_sums / steps.to(gradient_sums.device, gradient_sums.dtype)[:, None]
-        return LocalResult(work.starts, ends, loss, accuracy, steps, running, mean_gradient)
 
     def plan(self, client: int, round_index: int, state: dict[str, torch.Tensor]) -> ClientPlan:
         o, data = self.options, self.data
@@ -214,53 +151,56 @@ class ClientTrainer:
         return ClientPlan(client, self.seed, data, batches, epoch_ends,
                           data.augmentation_generator(self.seed, round_index, client), (epoch, position))
 
-    @staticmethod
-    def _running_accuracy(rows, plans, step_accuracies, state) -> torch.Tensor:
-        """Each client's mean minibatch accuracy since its current epoch began, read at its last step of the round; a
-        step that ends an epoch reports that epoch's mean and then resets (the FAST code's per-client metric)."""
-        sums, counts = state["epoch_acc_sum"], state["epoch_acc_batches"]
-        running = torch.empty(len(plans), dtype=torch.float64)
-        for j, (plan, accuracies) in enumerate(zip(plans, step_accuracies)):
-            row = int(rows[j])
-            total, count = float(sums[row]), int(counts[row])
-            for accuracy, ends in zip(accuracies, plan.epoch_ends):
-                total, count = total + accuracy, count + 1
-                running[j] = total / count
-                if ends:
-                    total, count = 0.0, 0
-            sums[row], counts[row] = total, count
-        return running
-
 
 def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[LocalResult]:
-    """One back-end call for the local work of several seeds' participants (same model, settings and back end;
-    their own partitions, keyed streams and tables): one vmap over all of them on the batched back end.
+    """One back-end call for the local work of several seeds' participants (same model, settings and back end; their
+    own partitions, keyed streams and tables): one vmap over seeds x clients on the batched back end.
 
     Every client's minibatches, dropout and optimizer rows are keyed by its own seed, so each seed's results are its
-    separate run's (exactly on the loop; on vmap up to the reassociation of batched kernels)."""
+    separate run's (exactly on the loop; on vmap up to the reassociation of batched kernels). Per-client tables change
+    only after the whole round's local work (a stop request mid-round leaves them as they were at the round's start,
+    which is what a checkpoint then records)."""
     trainer = works[0].trainer
-    if not all(w.trainer.compatible(trainer) for w in works):
+    if not all(w.trainer.model is trainer.model and w.trainer.options == trainer.options
+               and w.trainer.batched == trainer.batched for w in works):
         raise ValueError("local work trained together must share one model, one local setting and one back end")
-    busy = [j for j, w in enumerate(works) if len(w.clients)]
-    results = [None if len(w.clients) else _no_work(w) for w in works]
+    busy = [w for w in works if len(w.clients)]
     if not busy:
-        return results
-    prepared = [works[j].trainer.prepare(works[j], round_index) for j in busy]
-    starts = torch.cat([works[j].starts for j in busy])
-    correction = _joined_correction([works[j].correction for j in busy])
-    optimizer_rows = {k: torch.cat([p.optimizer_rows[k] for p in prepared]) for k in trainer.optimizer.keys}
-    plans = [plan for p in prepared for plan in p.plans]
+        return [_no_work(w) for w in works]
+    plans = [[w.trainer.plan(client, round_index, w.state) for client in w.clients.tolist()] for w in busy]
+    starts = torch.cat([w.starts for w in busy])
+    correction = _joined_correction([w.correction for w in busy])
+    persistent = trainer.options.optimizer_state == "persistent"
+    if persistent:
+        optimizer_rows = {k: torch.cat([w.state[k][w.clients.to(starts.device)] for w in busy])
+                          for k in trainer.optimizer.keys}
+    else:
+        optimizer_rows = trainer.optimizer.init_rows(len(starts), trainer.model.dim, starts.dtype, starts.device)
     back_end = _train_vmap if trainer.batched else _train_loop
-    ends, step_losses, step_accuracies, gradient_sums = back_end(trainer, plans, starts, correction, round_index, lr,
-                                                                 optimizer_rows)
-    offset = 0
-    for j, p in zip(busy, prepared):
-        rows = slice(offset, offset + len(p.plans))
-        p.optimizer_rows = {k: v[rows] for k, v in optimizer_rows.items()}
-        results[j] = works[j].trainer.finish(works[j], p, ends[rows], step_losses[rows], step_accuracies[rows],
-                                             None if gradient_sums is None else gradient_sums[rows])
-        offset += len(p.plans)
-    return results
+    ends, step_losses, step_accuracies, gradient_sums = back_end(
+        trainer, [plan for p in plans for plan in p], starts, correction, round_index, lr, optimizer_rows)
+    steps = torch.tensor([len(v) for v in step_losses], dtype=torch.int64)
+    loss = torch.tensor([sum(v) / len(v) for v in step_losses], dtype=torch.float64)
+    accuracy = torch.tensor([sum(v) / len(v) for v in step_accuracies], dtype=torch.float64)
+    if gradient_sums is not None:
+        gradient_sums = gradient_sums / steps.to(gradient_sums.device, gradient_sums.dtype)[:, None]
+    finished, offset = [], 0
+    for work, work_plans in zip(busy, plans):
+        part = slice(offset, offset + len(work_plans))
+        offset += len(work_plans)
+        clients, state, running = work.clients.to(work.starts.device), work.state, accuracy[part]
+        if persistent:
+            for key in trainer.optimizer.keys:
+                state[key].index_copy_(0, clients, optimizer_rows[key][part])
+        if "epoch" in state:
+            running = _running_accuracy(clients, work_plans, step_accuracies[part], state)
+            cursors = torch.tensor([p.cursor for p in work_plans], dtype=torch.int64, device=clients.device)
+            state["epoch"].index_copy_(0, clients, cursors[:, 0])
+            state["epoch_batch"].index_copy_(0, clients, cursors[:, 1])
+        finished.append(LocalResult(work.starts, ends[part], loss[part], accuracy[part], steps[part], running,
+                                    None if gradient_sums is None else gradient_sums[part]))
+    finished = iter(finished)
+    return [next(finished) if len(w.clients) else _no_work(w) for w in works]
 
 
 def _no_work(work: LocalWork) -> LocalResult:
@@ -269,39 +209,47 @@ def _no_work(work: LocalWork) -> LocalResult:
                        torch.zeros_like(work.starts))
 
 
+def _running_accuracy(rows, plans, step_accuracies, state) -> torch.Tensor:
+    """Each client's mean minibatch accuracy since its current epoch began, read at its last step of the round; a
+    step that ends an epoch reports that epoch's mean and then resets (the FAST code's per-client metric)."""
+    sums, counts = state["epoch_acc_sum"], state["epoch_acc_batches"]
+    running = torch.empty(len(plans), dtype=torch.float64)
+    for j, (plan, accuracies) in enumerate(zip(plans, step_accuracies)):
+        row = int(rows[j])
+        total, count = float(sums[row]), int(counts[row])
+        for accuracy, ends in zip(accuracies, plan.epoch_ends):
+            total, count = total + accuracy, count + 1
+            running[j] = total / count
+            if ends:
+                total, count = 0.0, 0
+        sums[row], counts[row] = total, count
+    return running
+
+
 def _joined_correction(corrections: list[LocalCorrection | None]) -> LocalCorrection | None:
     """Several seeds' corrections as one over all their rows (the same algorithm gives them the same form)."""
-    if all(c is None for c in corrections):
-        return None
-    if any(c is None for c in corrections) or len({(c.prox_mu, c.mean_gradient) for c in corrections}) > 1:
+    forms = {None if c is None else (c.prox_mu, c.mean_gradient, c.anchor is None, c.drift is None)
+             for c in corrections}
+    if len(forms) > 1:
         raise ValueError("local work trained together must have corrections of one form")
-
-    def joined(rows):
-        if all(r is None for r in rows):
-            return None
-        if any(r is None for r in rows):
-            raise ValueError("local work trained together must have corrections of one form")
-        return torch.cat(rows)
-
-    return LocalCorrection(corrections[0].prox_mu, joined([c.anchor for c in corrections]),
-                           joined([c.drift for c in corrections]), corrections[0].mean_gradient)
-
-
-def _gradient_sums(correction: LocalCorrection | None, starts: torch.Tensor) -> torch.Tensor | None:
-    return torch.zeros_like(starts) if correction is not None and correction.mean_gradient else None
+    first = corrections[0]
+    if first is None:
+        return None
+    anchor = None if first.anchor is None else torch.cat([c.anchor for c in corrections])
+    drift = None if first.drift is None else torch.cat([c.drift for c in corrections])
+    return LocalCorrection(first.prox_mu, anchor, drift, first.mean_gradient)
 
 
 def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_rows):
     model, options = trainer.model, trainer.options
     ends = torch.empty_like(starts)
-    gradient_sums = _gradient_sums(correction, starts)
+    gradient_sums = torch.zeros_like(starts) if correction is not None and correction.mean_gradient else None
     step_losses, step_accuracies = [], []
     model.module.train()
     weights, gradient_buffer = model.flat, model.flat_grad
     for j, plan in enumerate(plans):
         raise_if_requested()
         weights.copy_(starts[j])
-        row_correction = None if correction is None else correction.row(j)
         row_state = {k: v[j] for k, v in optimizer_rows.items()}
         losses, accuracies = [], []
         with _keyed_dropout(model, plan.seed, round_index, plan.client):
@@ -315,8 +263,8 @@ def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_r
                 gradient = clip_gradient(gradient_buffer, options.grad_clip)
                 if gradient_sums is not None:
                     gradient_sums[j] += gradient
-                if row_correction is not None:
-                    gradient = row_correction.apply(gradient, weights)
+                if correction is not None:
+                    gradient = correction.apply(gradient, weights, j)
                 new_weights, row_state = trainer.optimizer.step(weights, gradient, row_state, lr)
                 weights.copy_(new_weights)
                 losses.append(loss.item())
@@ -364,7 +312,7 @@ def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_r
     lengths = [len(p.batches) for p in plans]
     counts = torch.tensor(lengths, device=device)
     weights = starts.detach().clone()
-    gradient_sums = _gradient_sums(correction, starts)
+    gradient_sums = torch.zeros_like(starts) if correction is not None and correction.mean_gradient else None
     loss_steps, accuracy_steps = [], []
     model.module.train()
     for step in range(max(lengths)):
@@ -387,8 +335,7 @@ def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_r
             # Kept on the device: read once after the round, so no step waits for the host.
             loss_steps.append(losses / sizes)
             accuracy_steps.append(correct / sizes)
-    per_client_losses = torch.stack(loss_steps, 1).double().cpu().tolist()
-    per_client_accuracies = torch.stack(accuracy_steps, 1).double().cpu().tolist()
-    step_losses = [row[:length] for row, length in zip(per_client_losses, lengths)]
-    step_accuracies = [row[:length] for row, length in zip(per_client_accuracies, lengths)]
+    step_losses, step_accuracies = (
+        [row[:n] for row, n in zip(torch.stack(values, 1).double().cpu().tolist(), lengths)]
+        for values in (loss_steps, accuracy_steps))
     return weights, step_losses, step_accuracies, gradient_sums

@@ -1,6 +1,5 @@
-"""Local optimizers as functions of flat parameter rows: one formula for the per-client loop ([d] rows) and vmap
-([n, d] rows), so both engines take identical steps, and per-client optimizer state is plain tensors that the trainer
-keeps in [m, d] tables (`optimizer_state: persistent`), checkpoints and counts.
+"""Local optimizers as functions of flat parameter rows: one formula for the loop ([d] rows) and vmap ([n, d] rows),
+and per-client state as plain tensors that the trainer can keep in [m, d] tables (`optimizer_state: persistent`).
 
   sgd:       w <- w − η (g + λ w)
   momentum:  b <- μ b + (g + λ w);  w <- w − η b                        (PyTorch SGD, dampening 0, b_0 = 0)
@@ -22,13 +21,8 @@ class LocalOptimizer:
 
     def init_rows(self, rows: int, dim: int, dtype: torch.dtype, device: torch.device) -> dict[str, torch.Tensor]:
         """Fresh optimizer state for `rows` clients (all zero, as a new PyTorch optimizer)."""
-        state = {}
-        for key in self.keys:
-            if key == "adam_steps":
-                state[key] = torch.zeros(rows, dtype=torch.int64, device=device)
-            else:
-                state[key] = torch.zeros(rows, dim, dtype=dtype, device=device)
-        return state
+        return {key: torch.zeros(rows, dtype=torch.int64, device=device) if key == "adam_steps"
+                else torch.zeros(rows, dim, dtype=dtype, device=device) for key in self.keys}
 
     def step(self, weights: torch.Tensor, gradient: torch.Tensor, state: dict[str, torch.Tensor], lr: float,
              active: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -6,26 +6,21 @@ from torch.func import functional_call
 
 
 class FlatModel:
-    """A module whose parameters and gradients live in two flat buffers, `flat` and `flat_grad`.
+    """A module whose parameters and gradients are views into two flat buffers, `flat` and `flat_grad`: the loop
+    loads a start point with one copy and steps with one vector operation; `__call__` maps any vector (or a vmap batch
+    of vectors) onto the module for a functional forward pass.
 
-    The module's parameters are views into `flat` (and their .grad views into `flat_grad`), so the per-client loop
-    loads a start point with one copy, runs the plain module forward/backward, and steps with one vector operation.
-    `__call__` instead maps any vector (or a vmap batch of vectors) onto the module for a functional forward pass.
-
-    With `channels_last` (the default), 4-d parameters (convolution kernels [out, in, kh, kw]) are stored in the
-    vector in (out, kh, kw, in) order, so their views have the channels-last memory format: convolutions, ReLU and
-    max-pooling then run on channels-last activations, which oneDNN computes ~1.6x faster on CPU for the FedSWE SVHN
-    CNN (benchmarks/peers.py). Only the memory layout changes, not the arithmetic: in float64 a round ends where the
-    contiguous layout's does to 1e-12; in float32 the convolutions round differently, by an ulp per sum, which local
-    SGD amplifies (one 10 x 10 x 128 SVHN-CNN round: up to ~2e-4 on weights of scale ~0.1). Tolerances:
-    tests/test_engine_device.py. Vectors of the two layouts are not interchangeable; everything reads them through
-    the same FlatModel."""
+    With `channels_last`, 4-d kernels [out, in, kh, kw] are stored in (out, kh, kw, in) order, so their views are
+    channels-last: oneDNN runs the FedSWE SVHN CNN ~1.6x faster on CPU (benchmarks/peers.py). Only the layout changes:
+    in float64 a round ends where the contiguous layout's does to 1e-12; in float32 convolutions round differently by
+    an ulp per sum, which local SGD amplifies (up to ~2e-4 per SVHN-CNN round; tests/test_engine_device.py). Vectors of
+    the two layouts are not interchangeable."""
 
     def __init__(self, module: nn.Module, channels_last: bool = True):
         self.module = module
-        self.names = [name for name, _ in module.named_parameters()]
-        self.shapes = [p.shape for _, p in module.named_parameters()]
-        self.sizes = [p.numel() for _, p in module.named_parameters()]
+        named = dict(module.named_parameters())
+        self.names, self.shapes = list(named), [p.shape for p in named.values()]
+        self.sizes = [shape.numel() for shape in self.shapes]
         self.dim = sum(self.sizes)
         self.channels_last = [channels_last and len(shape) == 4 for shape in self.shapes]
         self._alias()
@@ -42,7 +37,6 @@ class FlatModel:
             p.grad = grads
 
     def flatten(self) -> torch.Tensor:
-        """The module's current parameters as a flat vector (a copy)."""
         return self.flat.clone()
 
     def unflatten(self, vector: torch.Tensor) -> dict[str, torch.Tensor]:

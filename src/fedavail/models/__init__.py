@@ -8,8 +8,8 @@ Initialisations (each drawn from the generator keyed by the run's seed, never th
     U(±1/√fan_in), embeddings N(0, 1), LSTM weights U(±1/√hidden)."""
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import nn
@@ -17,6 +17,7 @@ from torch import nn
 from fedavail.models import cnn
 from fedavail.models.lstm import CharLSTM
 from fedavail.plan.models import MODEL_KINDS, MODEL_NAMES
+from fedavail.rng import torch_generator
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,7 @@ ARCHITECTURES = {
 
 
 def _initialise(module: nn.Module, init: str, generator: torch.Generator) -> None:
-    """`init` kaiming_normal (FedSWE's models: Kaiming-normal weights, zero biases) or pytorch_default (the same draws,
-    in the same order, as each module's reset_parameters()); embeddings and LSTMs are initialised alike by both."""
+    """pytorch_default makes the same draws, in the same order, as each module's reset_parameters()."""
     if isinstance(module, (nn.Conv2d, nn.Linear)):
         if init == "kaiming_normal":
             nn.init.kaiming_normal_(module.weight, nonlinearity="relu", generator=generator)
@@ -50,20 +50,13 @@ def _initialise(module: nn.Module, init: str, generator: torch.Generator) -> Non
     elif isinstance(module, nn.Embedding):
         nn.init.normal_(module.weight, generator=generator)
     elif isinstance(module, nn.LSTM):
-        _uniform_lstm(module, generator)
-
-
-def _uniform_lstm(module: nn.LSTM, generator: torch.Generator) -> None:
-    bound = 1.0 / module.hidden_size**0.5
-    for weight in module.parameters():
-        nn.init.uniform_(weight, -bound, bound, generator=generator)
+        bound = 1.0 / module.hidden_size**0.5
+        for weight in module.parameters():
+            nn.init.uniform_(weight, -bound, bound, generator=generator)
 
 
 def build_model(name: str, dataset: dict, seed: int) -> nn.Module:
-    """Build model `name` for a prepared dataset, initialised as its architecture says from a generator keyed by
-    the seed."""
-    from fedavail.rng import torch_generator
-
+    """Model `name` for a prepared dataset, initialised as its architecture says from a generator keyed by the seed."""
     if name not in ARCHITECTURES:
         raise ValueError(f"unknown model {name!r}; known: {MODEL_NAMES}")
     architecture, kind = ARCHITECTURES[name], MODEL_KINDS[name]

@@ -49,9 +49,8 @@ FAST_FMNIST_OUTPUTS = 62
 
 
 def fast_cnn_fmnist(in_channels: int = 1, num_classes: int = 10, image_size: int = 28) -> nn.Sequential:
-    """The FAST authors' CNN_FMNIST (models/cnn.py of github.com/RogerRogerUSC/FAST):
-    C3(1,32)-R-C3(32,64)-R-M-D(0.25)-L(128)-R-D(0.5)-L(62), 3x3 convolutions without padding (9216 features at
-    28x28). The head has 62 outputs whatever the dataset's class count, as the authors ran it on Fashion-MNIST."""
+    """The FAST authors' CNN_FMNIST: C3(1,32)-R-C3(32,64)-R-M-D(0.25)-L(128)-R-D(0.5)-L(62), 3x3 convolutions
+    without padding (9216 features at 28x28)."""
     if num_classes > FAST_FMNIST_OUTPUTS:
         raise ValueError(f"fast_cnn_fmnist has {FAST_FMNIST_OUTPUTS} outputs, the dataset has {num_classes} classes")
     side = (image_size - 4) // 2
@@ -63,8 +62,7 @@ def fast_cnn_fmnist(in_channels: int = 1, num_classes: int = 10, image_size: int
 
 
 def fast_cnn_cifar10(in_channels: int = 3, num_classes: int = 10, image_size: int = 32) -> nn.Sequential:
-    """The FAST authors' CNN_Cifar10_2 (models/cnn.py of github.com/RogerRogerUSC/FAST):
-    C(3,16)-R-M-C(16,32)-R-M-C(32,64)-R-M-D(0.25)-L(500)-R-D(0.25)-L(10), 3x3 convolutions with padding 1."""
+    """The FAST authors' CNN_Cifar10_2: C(3,16)-R-M-C(16,32)-R-M-C(32,64)-R-M-D(0.25)-L(500)-R-D(0.25)-L(10)."""
     flat = 64 * (image_size // 8) ** 2
     return nn.Sequential(
         _conv(in_channels, 16), nn.ReLU(), nn.MaxPool2d(2),

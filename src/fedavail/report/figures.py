@@ -58,13 +58,11 @@ def _dashes(level: int):
 
 def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None, style: str | None = None,
                  aggregate: bool = True, spread: str = "band", legend: bool = True, **line) -> None:
-    """One line of `y` against `x` per (hue, style) group of `data`: a tab10 colour per hue level and a dash pattern
-    per style level, levels in order of first appearance. With `aggregate`, the line is the mean over the group's rows
-    at each x and `spread` ("band" or "bars") shows ± one standard deviation (ddof 1, none at an x with one row);
-    without it, the rows themselves. Rows with x or y missing or infinite are left out. `legend` adds an entry per hue
-    level (its colour) and per style level (its dashes; grey under a hue), each part headed by its column when both
-    are used. This is the picture seaborn's lineplot drew (errorbar="sd", or estimator=None), which the figures were
-    first drawn with."""
+    """One line of `y` against `x` per (hue, style) group of `data` (levels in order of first appearance): a tab10
+    colour per hue level, a dash pattern per style level. With `aggregate`, the line is the mean over the group's rows
+    at each x and `spread` ("band" or "bars") shows ± one std (ddof 1); without it, the rows themselves. Rows with x
+    or y missing or infinite are left out. `legend` adds an entry per hue and per style level, each part headed by its
+    column when both are used: the picture seaborn's lineplot drew (errorbar="sd", or estimator=None)."""
     line = {"markeredgewidth": 0.75, "markeredgecolor": "w", **line}
     colours = _tab10(data[hue] if hue else [""])  # without hue, one group in the first colour
     styles = {level: _dashes(i) for i, level in enumerate(_levels(data[style] if style else [""]))}
@@ -72,12 +70,9 @@ def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None,
     if not pd.api.types.is_numeric_dtype(rows[x]):  # categories along x in order of first appearance
         rows = rows.assign(**{x: pd.Categorical(rows[x], categories=pd.unique(rows[x]), ordered=True)})
         ax.xaxis.update_units(list(rows[x].cat.categories))
+    groups = rows.assign(_hue=rows[hue] if hue else "", _style=rows[style] if style else "")
     for (level, colour), (kind, dashes) in product(colours.items(), styles.items()):
-        selected = np.ones(len(rows), dtype=bool)
-        for column, value in ((hue, level), (style, kind)):
-            if column:
-                selected &= (rows[column] == value).to_numpy()
-        part = rows[selected]
+        part = rows[(groups["_hue"] == level) & (groups["_style"] == kind)]
         if not len(part):
             continue
         if not aggregate:

@@ -1,7 +1,5 @@
 """One report job (`fedavail report`): load its runs into the tidy frame, build its table or figure and write the
-files it is asked for (fedavail.plan.reports.report_outputs): md, tex, csv for a table; paper_md, paper_tex,
-paper_csv for the published values beside ours; png, pdf, csv for a figure; md, csv, png for an experiment;
-parquet for the frame of every run (kind "runs")."""
+files fedavail.plan.reports.report_outputs asks for."""
 
 from pathlib import Path
 

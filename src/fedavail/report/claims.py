@@ -1,22 +1,12 @@
-"""The `claims` report kind evaluated on the runs: each claim (parsed by fedavail.plan.claim_parsing) gets our
-numbers, the paired statistics of every comparison it makes, the paper's own numbers where it publishes them, and a
-verdict.
+"""The `claims` report kind: each claim (parsed by fedavail.plan.claim_parsing) with our numbers, the paired
+statistics of every comparison it makes, the paper's own numbers where published, and a verdict (VERDICT_RULE).
 
-Evidence. Seeds pair runs: seed s gives every algorithm the same partition, availability trace and initial model, in
-every experiment, so a comparison is judged on its per-seed differences d_s (a − b for greater, method − reference
-for non_inferior, value − threshold for above, ...). Its 95% confidence interval is Student's t on those paired
-differences, mean ± t(0.975, n − 1) · sd / √n (sd with ddof 1, n pairs). The comparison holds when the interval lies
-entirely above its bound (0; −margin for non_inferior), fails when it lies entirely below, and is otherwise not
-resolved. With fewer than 3 pairs there is no verdict ("needs ≥ 3 seeds"): never a verdict from a sign. all_of,
-decreasing and peak hold when every part holds and fail when any part fails.
-
-Convergence. A claim about final accuracy (a cell with metric test_acc or train_acc) is not resolved while a cell it
-reads is still improving at the end of its run: per seed, the mean of its evaluated rounds in the last window minus
-the mean in the window before (window: the larger of the report's last_n and `plateau_window` × rounds), judged with
-the same interval: still improving when the interval lies entirely above `plateau_tolerance`.
-
-A cell with a seed without a finite value (a diverged run, a metric the run does not log) leaves its claim not
-resolved, and says which."""
+Seed s gives every algorithm the same partition, trace and initial model in every experiment, so a comparison is
+judged on its per-seed differences d_s (a − b for greater, method − reference for non_inferior, value − threshold for
+above, ...): mean ± t(0.975, n − 1) · sd / √n (ddof 1). all_of, decreasing and peak hold when every part holds and
+fail when any part fails. "Still improving" compares, per seed, the mean of the evaluated rounds in the last window
+with the window before (window: the larger of last_n and `plateau_window` × rounds). A cell with a seed without a
+finite value (a diverged run, a metric the run does not log) leaves its claim not resolved, and says which."""
 
 import math
 from dataclasses import dataclass
@@ -84,12 +74,11 @@ def _combine(verdicts: list[str]) -> str:
 
 
 def _show(value: float, metric: str, signed: bool = False) -> str:
+    """Accuracies (fractions) in percentage points, the consensus error as it is."""
+    sign = "+" if signed else ""
     if value != value:
         return "—"
-    text = f"{value:+.3g}" if signed else f"{value:.3g}"
-    if metric != "consensus_error":
-        text = f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
-    return text
+    return f"{value:{sign}.3g}" if metric == "consensus_error" else f"{100 * value:{sign}.1f}"
 
 
 def _unit(metric: str) -> str:
@@ -112,12 +101,6 @@ class _Evaluation:
         self.frame, self.job, self.report = frame, job, job["report"]
         self.cells, self.comparisons, self.problems = {}, [], []  # cells by (experiment, algorithm, metric, model)
 
-    def _column(self, run: pd.DataFrame, cell: dict) -> str:
-        metric, local = cell["metric"], f"{cell['metric']}_local_mean"
-        if (cell["model"] or self.report["model"]) == "local_mean" and local in run and run[local].notna().any():
-            return local
-        return metric
-
     def cell(self, cell: dict) -> dict:
         key = (cell["experiment"], cell["algorithm"], cell["metric"], cell["model"])
         if key in self.cells:
@@ -128,8 +111,10 @@ class _Evaluation:
         if cell["metric"] == "snapshot_share":
             per_run = tidy.arbitrary_ratio(run).assign(value=lambda v: 1.0 - v["value"])
             column = None
-        else:
-            column = self._column(run, cell)
+        else:  # the local copies' mean where asked for and logged
+            local = f"{cell['metric']}_local_mean"
+            logged = local in run and run[local].notna().any()
+            column = local if (cell["model"] or self.report["model"]) == "local_mean" and logged else cell["metric"]
             per_run = tidy.window_mean(run, column, self.report["last_n"])
         values = per_run.set_index("seed")["value"].astype(float).sort_index()
         entry = {**cell, "values": values, "rounds": rounds, "letter": chr(ord("A") + len(self.cells)),
@@ -143,12 +128,10 @@ class _Evaluation:
             window = max(int(self.report["last_n"] or run["last_n"].iloc[0]),
                          math.ceil(self.report["plateau_window"] * rounds))
             gain = paired_interval(window_gain(run, column, window).dropna().to_numpy())
-            entry["gain"], entry["window"] = gain, window
             if judge(gain, self.report["plateau_tolerance"])[0] == HOLDS:
-                self.problems.append(f"still improving at round {rounds} ({entry['letter']}: "
-                                     f"{_show(gain.mean, cell['metric'], True)} points over its last {window} "
-                                     f"rounds, [{_show(gain.low, cell['metric'], True)}, "
-                                     f"{_show(gain.high, cell['metric'], True)}])")
+                mean, low, high = (_show(v, cell["metric"], True) for v in (gain.mean, gain.low, gain.high))
+                self.problems.append(f"still improving at round {rounds} ({entry['letter']}: {mean} points over its "
+                                     f"last {window} rounds, [{low}, {high}])")
         self.cells[key] = entry
         return entry
 
@@ -156,8 +139,8 @@ class _Evaluation:
         finite = differences[np.isfinite(differences.to_numpy(dtype=float))]
         interval = paired_interval(finite.to_numpy())
         verdict, reason = judge(interval, bound)
-        self.comparisons.append({"what": what, "interval": interval, "bound": bound, "metric": metric,
-                                 "verdict": verdict, "reason": reason})
+        self.comparisons.append({"what": what, "interval": interval, "metric": metric, "verdict": verdict,
+                                 "reason": reason})
         return verdict
 
     @staticmethod

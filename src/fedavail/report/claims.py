@@ -248,7 +248,9 @@ class _Evaluation:
         roles = ("0", "1") if check["kind"] == "greater" else ("method", "reference")
         cells = [self.cells[tuple(check["cells"][role][k] for k in ("experiment", "algorithm", "metric", "model"))]
                  for role in roles]
-        where = claim["paper"] or _own_attributes(cells[0]["attributes"])
+        attributes = cells[0]["attributes"]
+        where = claim["paper"] or {k: None if attributes is None else attributes.get(k)
+                                   for k in ("dataset", "dynamics", "alpha", "gamma")}
         rows = [_published(published, where, cell["identity"], cell["metric"]) for cell in cells]
         if any(row is None for row in rows):
             return "—"
@@ -259,26 +261,14 @@ class _Evaluation:
                 f"{b['mean']:.1f} ± {b['std']:.1f}, difference {difference:+.1f} points, {within} its larger std")
 
 
-def _own_attributes(attributes) -> dict:
-    if attributes is None:
-        return {"dataset": None, "dynamics": None, "alpha": None, "gamma": None}
-    return {key: attributes.get(key) for key in ("dataset", "dynamics", "alpha", "gamma")}
-
-
 def _published(published: pd.DataFrame, where: dict, identity: str, metric: str):
-    """The first published row of this cell; α and γ are matched where both the paper and `where` give them."""
-    from fedavail.report.compare import numbers_close
+    """The first published row of this cell with a mean and std; α and γ are matched where both the paper and `where`
+    give them."""
+    from fedavail.report.compare import published_cells
 
-    def matches(paper_value, wanted) -> bool:
-        return pd.isna(paper_value) or wanted is None or pd.isna(wanted) or numbers_close(paper_value, wanted)
-
-    rows = published[(published["dataset"] == where["dataset"]) & (published["dynamics"] == where["dynamics"])
-                     & (published["algorithm"] == identity) & (published["metric"] == metric)]
-    for row in rows.to_dict("records"):
-        if matches(row["alpha"], where.get("alpha")) and matches(row["gamma"], where.get("gamma")):
-            if not (pd.isna(row["mean"]) or pd.isna(row["std"])):
-                return row
-    return None
+    cell = {"alpha": None, "gamma": None, **where, "identity": identity, "metric": metric}
+    rows = published_cells(published, cell, lenient=True)
+    return next((row for row in rows if not (pd.isna(row["mean"]) or pd.isna(row["std"]))), None)
 
 
 @BUILDERS.add("claims")
@@ -299,11 +289,9 @@ def claims_table(job: dict, frame: pd.DataFrame) -> tuple:
         shown = f"{verdict}: {reason}" if reason else verdict
         numbers, intervals, paper = evaluation.numbers(), evaluation.intervals(), evaluation.paper(claim, published)
         table.rows.append([claim["claim"], claim["source"], numbers, intervals, paper, shown])
-        comparisons = evaluation.comparisons
         records.append({"claim": claim["claim"], "source": claim["source"], "verdict": verdict, "reason": reason,
                         "numbers": numbers, "intervals": intervals, "paper": paper,
-                        "differences": ";".join(f"{c['interval'].mean:.6g}" for c in comparisons),
-                        "lows": ";".join(f"{c['interval'].low:.6g}" for c in comparisons),
-                        "highs": ";".join(f"{c['interval'].high:.6g}" for c in comparisons),
-                        "pairs": ";".join(str(c["interval"].pairs) for c in comparisons)})
+                        **{column: ";".join(f"{getattr(c['interval'], field):.6g}" for c in evaluation.comparisons)
+                           for column, field in (("differences", "mean"), ("lows", "low"), ("highs", "high"),
+                                                 ("pairs", "pairs"))}})
     return table, pd.DataFrame(records)

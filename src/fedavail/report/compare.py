@@ -31,6 +31,19 @@ def numbers_close(a, b) -> bool:
     return a is not None and b is not None and not pd.isna(a) and not pd.isna(b) and np.isclose(float(a), float(b))
 
 
+def published_cells(paper: pd.DataFrame, cell: dict, lenient: bool = False) -> list[dict]:
+    """The published rows of a cell (dataset, dynamics, identity, metric, alpha, gamma), in order. α and γ must agree
+    where the paper gives them; `lenient`: only where the cell gives them too."""
+
+    def agrees(published, ours) -> bool:
+        return pd.isna(published) or (lenient and (ours is None or pd.isna(ours))) or numbers_close(published, ours)
+
+    rows = paper[(paper["dataset"] == cell["dataset"]) & (paper["dynamics"] == cell["dynamics"])
+                 & (paper["algorithm"] == cell["identity"]) & (paper["metric"] == cell["metric"])]
+    return [row for row in rows.to_dict("records")
+            if agrees(row["alpha"], cell["alpha"]) and agrees(row["gamma"], cell["gamma"])]
+
+
 def compare(ours: pd.DataFrame, sources, paper: pd.DataFrame | None = None) -> pd.DataFrame:
     """Paper and ours side by side for every row of `ours` that matches a published cell.
 
@@ -40,29 +53,21 @@ def compare(ours: pd.DataFrame, sources, paper: pd.DataFrame | None = None) -> p
     paper = paper[paper["source"].isin(sources)]
     order = {source: i for i, source in enumerate(sources)}
     rows = []
-    for cell in ours.itertuples(index=False):
-        candidates = paper[(paper["dataset"] == cell.dataset) & (paper["dynamics"] == cell.dynamics)
-                           & (paper["algorithm"] == cell.identity) & (paper["metric"] == cell.metric)]
-        matches = [p for p in candidates.itertuples(index=False)
-                   if (pd.isna(p.alpha) or numbers_close(p.alpha, cell.alpha))
-                   and (pd.isna(p.gamma) or numbers_close(p.gamma, cell.gamma))]
+    for cell in ours.to_dict("records"):
+        matches = published_cells(paper, cell)
         if not matches:
             continue
-        p = min(matches, key=lambda r: order[r.source])
-        difference = cell.mean - p.mean if not (pd.isna(cell.mean) or pd.isna(p.mean)) else np.nan
-        if pd.isna(p.std) or pd.isna(difference):
-            within = pd.NA
-        else:
-            within = bool(abs(difference) <= p.std + 1e-9)
-        note = p.note if isinstance(p.note, str) else ""
-        if pd.isna(p.mean) and pd.isna(cell.mean):
+        p = min(matches, key=lambda r: order[r["source"]])
+        difference = cell["mean"] - p["mean"] if not (pd.isna(cell["mean"]) or pd.isna(p["mean"])) else np.nan
+        within = pd.NA if pd.isna(p["std"]) or pd.isna(difference) else bool(abs(difference) <= p["std"] + 1e-9)
+        note = p["note"] if isinstance(p["note"], str) else ""
+        if pd.isna(p["mean"]) and pd.isna(cell["mean"]):
             note = (note + "; " if note else "") + "neither reached the target"
-        rows.append({"experiment": cell.experiment, "algorithm": cell.algorithm, "identity": cell.identity,
-                     "dataset": cell.dataset, "dynamics": cell.dynamics, "alpha": cell.alpha, "gamma": cell.gamma,
-                     "metric": cell.metric, "source": p.source, "paper_mean": p.mean, "paper_std": p.std,
-                     "ours_mean": cell.mean, "ours_std": cell.std, "seeds": cell.seeds, "difference": difference,
-                     "within_std": within, "ours_rounds": cell.rounds, "paper_rounds": p.rounds,
-                     "ours_clients": cell.clients, "paper_clients": p.clients, "note": note})
+        rows.append({**{k: cell[k] for k in COLUMNS[:8]}, "source": p["source"], "paper_mean": p["mean"],
+                     "paper_std": p["std"], "ours_mean": cell["mean"], "ours_std": cell["std"], "seeds": cell["seeds"],
+                     "difference": difference, "within_std": within, "ours_rounds": cell["rounds"],
+                     "paper_rounds": p["rounds"], "ours_clients": cell["clients"], "paper_clients": p["clients"],
+                     "note": note})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

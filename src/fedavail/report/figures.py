@@ -109,10 +109,9 @@ def save(fig, png: Path, pdf: Path | None = None) -> None:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    for path in (png, pdf):
-        if path is not None:
-            with atomic_path(path) as tmp:
-                fig.savefig(tmp, format=Path(path).suffix.lstrip("."), dpi=150)
+    for path in filter(None, (png, pdf)):
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=Path(path).suffix.lstrip("."), dpi=150)
     plt.close(fig)
 
 
@@ -293,21 +292,19 @@ def toy_heterogeneity(job: dict, frame=None):
     """Fig. 2 (Example 1): |lim E x^t − x*| of FedAvg over (p1, p2), exact."""
     from fedavail.report import toy
 
-    settings = job["report"]
-    u1, u2 = settings["u"]
-    grid_values = np.linspace(0.0, 1.0, settings["resolution"])
-    weightings = settings["weightings"]
-    fig, axes = _panels(len(weightings), width=4.8, height=4.0)
+    s = job["report"]
+    u1, u2 = s["u"]
+    grid_values = np.linspace(0.0, 1.0, s["resolution"])
+    p1, p2 = np.meshgrid(grid_values, grid_values)
+    fig, axes = _panels(len(s["weightings"]), width=4.8, height=4.0)
     records = []
-    names = {"active": "FedAvg over active clients", "all": "FedAvg over all clients"}
-    for ax, weighting in zip(axes[0], weightings):
+    for ax, weighting in zip(axes[0], s["weightings"]):
         bias = toy.heterogeneity_bias(grid_values, u1, u2, weighting)
         image = ax.imshow(bias, origin="lower", extent=(0, 1, 0, 1), cmap="viridis", vmin=0,
                           vmax=0.5 * abs(u2 - u1), aspect="equal")
-        ax.set(xlabel="$p_1$", ylabel="$p_2$", title=f"{names[weighting]}\n$|x_{{output}} - x^*|$")
+        ax.set(xlabel="$p_1$", ylabel="$p_2$", title=f"FedAvg over {weighting} clients\n$|x_{{output}} - x^*|$")
         ax.grid(False)
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-        p1, p2 = np.meshgrid(grid_values, grid_values)
         records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(),
                                      "bias": bias.ravel()}))
     fig.suptitle(title(job))
@@ -326,17 +323,16 @@ def toy_interpolation(job: dict, frame=None):
         result = toy.fedswe_alternating(k, s["u"], s["rounds"], s["lr"], s["local_steps"], s["global_lr"])
         steady = toy.alternating_steady_bias(k, s["u"], s["lr"], s["local_steps"], s["global_lr"])
         top, bottom = axes[0][column], axes[1][column]
-        rounds, gradient = result["round"], result["gradient"]
         # x^{t+1} after client 1's (even) and client 2's (odd) rounds, as the paper's two curves
-        top.plot(rounds[0::2], gradient[0::2], lw=1.2, label="after client 1 (even rounds)")
-        top.plot(rounds[1::2], gradient[1::2], lw=1.2, label="after client 2 (odd rounds)")
+        for client in (0, 1):
+            top.plot(result["round"][client::2], result["gradient"][client::2], lw=1.2,
+                     label=f"after client {client + 1} ({('even', 'odd')[client]} rounds)")
         top.axhline(0.0, color="k", lw=0.8, ls="--", label="global optimum")
         top.set(title=f"k = {k:g}: gradient (steady ±{steady:.3g})", xlabel="round", ylabel="∇F(x^t)")
         top.legend(fontsize=7)
         bottom.plot(result["round"], result["consensus"], lw=0.8, color="C1")
         bottom.set(title=f"k = {k:g}: consensus error", xlabel="round", ylabel="(1/2) Σ (x_i − x̄)²")
-        records.append(pd.DataFrame({"k": k, "round": result["round"], "x": result["x"],
-                                     "gradient": result["gradient"], "consensus": result["consensus"],
+        records.append(pd.DataFrame({"k": k, **{c: result[c] for c in ("round", "x", "gradient", "consensus")},
                                      "steady_bias": steady}))
     fig.suptitle(title(job))
     return fig, pd.concat(records, ignore_index=True)

@@ -1,10 +1,8 @@
 """Published numbers (paper_values.csv, transcribed from FedSWE Tables 2, 7, 8, 9 and the FAST text) beside ours.
 
-A reproduced cell is compared with a published one only when it is the same cell: same dataset (so the bundled
-MNIST-5k never matches), same availability dynamics, same Dirichlet α and (for sine dynamics) γ where the paper
-gives them, the same algorithm identity (labels.canonical) and the same metric. Accuracies are in percent; Table 7's
-metrics are rounds (rounds_to_<target %>), with "—" (never reached) as an empty mean. The comparison reports the
-difference ours − paper and whether it is within the published standard deviation; the scale of both (rounds,
+A reproduced cell is compared only with the same published cell: same dataset (so the bundled MNIST-5k never
+matches), dynamics, Dirichlet α and γ where the paper gives them, identity (labels.canonical) and metric. Accuracies
+are in percent; Table 7's metrics are rounds ("—", never reached, is an empty mean). The scale of both runs (rounds,
 clients) is shown so a short run is not mistaken for a reproduction."""
 
 from importlib import resources
@@ -90,10 +88,10 @@ def comparison_table(result: pd.DataFrame, title: str, labels: dict) -> TextTabl
         decimals = 0 if r.metric.startswith("rounds_to_") else 2
         paper = _number(r.paper_mean, decimals) + ("" if pd.isna(r.paper_std) else f" ± {r.paper_std:.1f}")
         ours = _number(r.ours_mean, decimals) + ("" if pd.isna(r.ours_std) else f" ± {r.ours_std:.{decimals}f}")
-        within = "n/a" if r.within_std is pd.NA or pd.isna(r.within_std) else ("yes" if r.within_std else "no")
+        within = "n/a" if pd.isna(r.within_std) else ("yes" if r.within_std else "no")
         difference = "—" if pd.isna(r.difference) else f"{r.difference:+.{decimals}f}"
-        scale = lambda a, b: f"{'—' if pd.isna(a) else int(a)} / {'—' if pd.isna(b) else int(b)}"  # noqa: E731
+        rounds = f"{_number(r.ours_rounds, 0)} / {_number(r.paper_rounds, 0)}"
+        clients = f"{_number(r.ours_clients, 0)} / {_number(r.paper_clients, 0)}"
         table.rows.append([r.experiment, labels.get(r.algorithm, display(r.identity)), r.metric, r.source, paper,
-                           ours, Cell(difference), within, scale(r.ours_rounds, r.paper_rounds),
-                           scale(r.ours_clients, r.paper_clients)])
+                           ours, Cell(difference), within, rounds, clients])
     return table

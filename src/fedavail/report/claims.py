@@ -169,26 +169,23 @@ class _Evaluation:
             return _combine([self._difference(a, b) for a, b in zip(ordered, ordered[1:])])
         if kind == "peak":
             peak = [cells[i] for i in check["at"]]
-            others = [c for i, c in cells.items() if i not in check["at"]]
+            name = peak[0]["letter"] if len(peak) == 1 else f"max({', '.join(p['letter'] for p in peak)})"
             verdicts = []
-            for other in others:
+            for other in (c for i, c in cells.items() if i not in check["at"]):
                 *tops, rest = self._aligned(*peak, other)
                 best = pd.concat(tops, axis=1).max(axis=1)
-                name = peak[0]["letter"] if len(peak) == 1 else f"max({', '.join(p['letter'] for p in peak)})"
                 verdicts.append(self.compare(best - rest, f"{name} − {other['letter']}", other["metric"]))
             return _combine(verdicts)
         if kind in ("below", "above"):
-            value = cells["value"]
-            threshold = check["threshold"]
-            shown = _show(threshold, value["metric"])
+            value, threshold = cells["value"], check["threshold"]
+            shown, metric = _show(threshold, value["metric"]), value["metric"]
             if kind == "above":
-                return self.compare(value["values"] - threshold, f"{value['letter']} − {shown}", value["metric"])
-            return self.compare(threshold - value["values"], f"{shown} − {value['letter']}", value["metric"])
+                return self.compare(value["values"] - threshold, f"{value['letter']} − {shown}", metric)
+            return self.compare(threshold - value["values"], f"{shown} − {value['letter']}", metric)
         method, low, high = self._aligned(cells["method"], cells["low"], cells["high"])
         letters = {role: cells[role]["letter"] for role in ("method", "low", "high")}
-        metric = cells["low"]["metric"]
+        metric, fraction = cells["low"]["metric"], check["fraction"]
         gap = self.compare(high - low, f"gap {letters['high']} − {letters['low']}", metric)
-        fraction = check["fraction"]
         recovered = self.compare(method - low - fraction * (high - low),
                                  f"{letters['method']} − {letters['low']} − {fraction:g} × gap", metric)
         share = (method - low).mean() / (high - low).mean() if len(high) and (high - low).mean() else math.nan
@@ -210,12 +207,9 @@ class _Evaluation:
         return f"{label}{model}{metric} @ {cell['experiment']}"
 
     def numbers(self) -> str:
-        shown = []
-        for c in self.cells.values():
-            seeds = len(c["values"])
-            shown.append(f"{c['letter']} = {self.name(c)}: {_show(c['mean'], c['metric'])} ± "
-                         f"{_show(c['std'], c['metric'])} ({seeds} seed{'s' * (seeds != 1)}, {c['rounds']} rounds)")
-        return "; ".join(shown)
+        return "; ".join(f"{c['letter']} = {self.name(c)}: {_show(c['mean'], c['metric'])} ± "
+                         f"{_show(c['std'], c['metric'])} ({len(c['values'])} seed{'s' * (len(c['values']) != 1)}, "
+                         f"{c['rounds']} rounds)" for c in self.cells.values())
 
     def intervals(self) -> str:
         shown = []

@@ -1,13 +1,10 @@
 """Files that are damaged, edited or not what they claim to be are never used: the workflow rebuilds them.
 
-A truncated intermediate (a partition, a trace, a prepared dataset) or run output would otherwise look complete to
-Snakemake: a damaged trace, for example, makes it rerun the trained runs downstream, deleting their finished results
-before the job fails on the trace. A real run (never a dry run) renames a damaged file to `<name>.damaged`; rule
-`all` asks for every file the config uses, so the rule that made it rebuilds it in the same run (byte-identically:
-every stage is deterministic) and what depends on it is recomputed to the same numbers.
-
-A run's summary.json is sealed: it carries a digest of its own content and of the metrics.parquet beside it, and it
-names its experiment, algorithm and seed, so an edited, emptied or copied summary (or metrics file) is damaged too."""
+A truncated intermediate or run output would otherwise look complete to Snakemake (a damaged trace, for example,
+makes it rerun the runs downstream, deleting their finished results before the job fails on the trace). A real run
+renames a damaged file to `<name>.damaged`, and rule `all` (which asks for every file the config uses) rebuilds it
+byte-identically in the same run. A run's summary.json is sealed: it carries a digest of its own content and of the
+metrics.parquet beside it, and names its run, so an edited, emptied or copied summary or metrics file is damaged."""
 
 import functools
 import hashlib

@@ -86,18 +86,15 @@ def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None,
                             alpha=0.2, linewidth=0)
         else:
             ax.errorbar(stats.index, stats["mean"], yerr=stats["std"], linestyle="", color=colour)
-    if not legend:
-        return
-    if hue:
-        if style:  # a two-part legend: each part headed by its column
-            ax.plot([], [], visible=False, label=hue)
-        for level, colour in colours.items():
-            ax.plot([], [], color=colour, label=str(level), **line)
-    if style:
-        if hue:
-            ax.plot([], [], visible=False, label=style)
-        for level, dashes in styles.items():
-            ax.plot([], [], color=".2" if hue else colours[""], linestyle=dashes, label=str(level), **line)
+    parts = [(hue, {level: {"color": colour} for level, colour in colours.items()})] if hue and legend else []
+    if style and legend:
+        plain = ".2" if hue else colours[""]  # grey under a hue
+        parts.append((style, {level: {"color": plain, "linestyle": dashes} for level, dashes in styles.items()}))
+    for column, entries in parts:
+        if len(parts) == 2:  # a two-part legend: each part headed by its column
+            ax.plot([], [], visible=False, label=column)
+        for level, look in entries.items():
+            ax.plot([], [], label=str(level), **look, **line)
 
 
 def metric_label(metric: str) -> str:

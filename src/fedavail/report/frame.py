@@ -82,11 +82,11 @@ def scored(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([frame[~has_local], local, server], ignore_index=True)
 
 
-def view(job: dict, frame: pd.DataFrame, eval_model: str | None = None) -> pd.DataFrame:
+def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     """The frame as the report shows it: scored model, and per row its algorithm's identity (labels.canonical),
     label, group (1 = not aided by memory or known statistics) and order."""
     settings = job["report"]
-    if (eval_model or settings.get("eval_model")) == "local_mean":
+    if settings.get("eval_model") == "local_mean":
         frame = scored(frame)
     given = settings.get("labels") or {}
     order = list(settings.get("algorithms") or [])

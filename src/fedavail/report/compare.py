@@ -43,10 +43,8 @@ def published_cells(paper: pd.DataFrame, cell: dict, lenient: bool = False) -> l
 
 
 def compare(ours: pd.DataFrame, sources, paper: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Paper and ours side by side for every row of `ours` that matches a published cell.
-
-    `ours` has one row per reproduced cell: experiment, algorithm (config name), identity, dataset, dynamics, alpha,
-    gamma, metric, mean, std, seeds, rounds, clients. Sources are tried in order; the first match wins."""
+    """Paper and ours side by side for every row of `ours` (a reproduced cell, as tables.cells gives it) that matches
+    a published cell; sources are tried in order, the first match wins."""
     paper = paper_values() if paper is None else paper
     paper = paper[paper["source"].isin(sources)]
     order = {source: i for i, source in enumerate(sources)}

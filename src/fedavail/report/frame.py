@@ -22,8 +22,7 @@ SCORED_COLUMNS = ("test_acc", "test_loss", "train_acc", "train_loss")  # "<colum
 
 
 def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
-    """A finished run's summary.json and metrics.parquet, checked to be the sealed outputs of the run their folder
-    names (fedavail.integrity)."""
+    """A finished run's summary.json and metrics.parquet, checked to be its sealed outputs (fedavail.integrity)."""
     from fedavail.integrity import run_problem
     from fedavail.io import UnreadableFileError
 

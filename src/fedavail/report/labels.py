@@ -12,8 +12,7 @@ _DISPLAY = {"fedavg_active": "FedAvg over active", "fedavg_all": "FedAvg over al
 
 
 def canonical(run) -> str:
-    """The paper identity of a run from its resolved settings (fedavail.report.frame: algorithm_name and
-    `algorithm.<hyperparameter>` columns, the algorithm's defaults filled in)."""
+    """The paper identity of a run from its resolved settings (the frame's algorithm_name and `algorithm.*`)."""
     name = run["algorithm_name"]
     option = lambda key: run[f"algorithm.{key}"]  # noqa: E731
     number = lambda key: f"{float(option(key)):g}"  # noqa: E731

@@ -95,11 +95,9 @@ def accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
 
 def _targets(job: dict, frame: pd.DataFrame, experiment: str) -> tuple[list[float], str]:
     s = job["report"]
-    targets = s.get("targets")
-    if isinstance(targets, dict) and experiment in targets:
-        return [float(t) for t in targets[experiment]], "given"
-    if isinstance(targets, list):
-        return [float(t) for t in targets], "given"
+    given = s["targets"].get(experiment) if isinstance(s.get("targets"), dict) else s.get("targets")
+    if given is not None:
+        return [float(t) for t in given], "given"
     finals = tidy.over_seeds(tidy.window_mean(frame[frame["experiment"] == experiment], "test_acc"), ["algorithm"])
     if not np.isfinite(finals["mean"]).any():
         return [], "no finite accuracy"

@@ -52,9 +52,9 @@ def diverged_notes(table: pd.DataFrame) -> list[str]:
 
 def _grouped_rows(table: TextTable, table_cells: pd.DataFrame, by: list[str], keys: list[tuple], text, prefix: str = "",
                   marks: dict | None = None) -> None:
-    """Per group present, a Section (`prefix` and the group's name), then per algorithm of the group in order a row:
-    its label and, per key of `keys` (values of the columns `by`), `text(its cell)` marked as `marks[key]` marks the
-    algorithm, or "n/a" without a cell."""
+    """Per group present, a Section (`prefix` + the group's name), then a row per algorithm of the group, in order:
+    its label and, per key of `keys` (values of the columns `by`), Cell(text(cell), the mark marks[key] gives the
+    algorithm), or "n/a" where it has no cell."""
     lookup, marks = table_cells.set_index(["algorithm", *by]), marks or {}
     ordered = table_cells.drop_duplicates("algorithm").sort_values(["group", "order"], kind="stable")
     for group, part in ordered.groupby("group", sort=True):

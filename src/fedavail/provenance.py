@@ -6,6 +6,7 @@ import json
 import logging
 from pathlib import Path
 
+
 def file_sha256(path: str | Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()

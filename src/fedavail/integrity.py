@@ -1,14 +1,12 @@
 """Files that are damaged, edited or not what they claim to be are never used: the workflow rebuilds them.
 
-A truncated intermediate (a partition, a trace, a prepared dataset) or run output would otherwise look complete to
-Snakemake: a damaged trace, for example, makes it rerun the trained runs downstream, deleting their finished results
-before the job fails on the trace. A real run (never a dry run) renames a damaged file to `<name>.damaged`; rule
-`all` asks for every file the config uses, so the rule that made it rebuilds it in the same run (byte-identically:
-every stage is deterministic) and what depends on it is recomputed to the same numbers.
+A truncated intermediate or run output would otherwise look complete to Snakemake (a damaged trace, for example,
+makes it rerun the runs downstream, deleting their finished results before the job fails on the trace). A real run
+renames a damaged file to `<name>.damaged`, and rule `all` (which asks for every file the config uses) rebuilds it
+byte-identically in the same run. A run's summary.json is sealed: it carries a digest of its own content and of the
+metrics.parquet beside it, and names its run, so an edited, emptied or copied summary or metrics file is damaged."""
 
-A run's summary.json is sealed: it carries a digest of its own content and of the metrics.parquet beside it, and it
-names its experiment, algorithm and seed, so an edited, emptied or copied summary (or metrics file) is damaged too."""
-
+import functools
 import hashlib
 import json
 import os
@@ -86,19 +84,10 @@ def is_run_output(path: Path) -> bool:
 
 def damaged(paths) -> list[tuple[Path, str]]:
     """Every existing file among `paths` that is damaged, with why (a run's two outputs are checked once)."""
-    found, run_problems = [], {}
-    for path in map(Path, paths):
-        if not path.is_file():
-            continue
-        if is_run_output(path):
-            if path.parent not in run_problems:
-                run_problems[path.parent] = run_problem(path.parent)
-            why = run_problems[path.parent]
-        else:
-            why = damage(path)
-        if why:
-            found.append((path, why))
-    return found
+    run_problem_once = functools.cache(run_problem)
+    checked = ((path, run_problem_once(path.parent) if is_run_output(path) else damage(path))
+               for path in map(Path, paths) if path.is_file())
+    return [(path, why) for path, why in checked if why]
 
 
 def set_aside(path: Path) -> Path:

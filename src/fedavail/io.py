@@ -57,8 +57,7 @@ def remove_temporaries(directory: str | os.PathLike) -> list[Path]:
 
 
 def write_json(path: str | os.PathLike, obj) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:

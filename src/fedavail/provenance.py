@@ -6,15 +6,10 @@ import json
 import logging
 from pathlib import Path
 
-_CHUNK = 1 << 20
-
 
 def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def input_hashes(inputs: dict[str, Path]) -> dict[str, str]:

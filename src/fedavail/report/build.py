@@ -1,7 +1,5 @@
 """One report job (`fedavail report`): load its runs into the tidy frame, build its table or figure and write the
-files it is asked for (fedavail.plan.reports.report_outputs): md, tex, csv for a table; paper_md, paper_tex,
-paper_csv for the published values beside ours; png, pdf, csv for a figure; md, csv, png for an experiment;
-parquet for the frame of every run (kind "runs")."""
+files fedavail.plan.reports.report_outputs asks for."""
 
 from pathlib import Path
 
@@ -11,11 +9,6 @@ from fedavail.plan.reports import KINDS
 from fedavail.report import BUILDERS
 
 
-def _write_csv(frame, path) -> None:
-    with atomic_path(Path(path)) as tmp:
-        frame.to_csv(tmp, index=False)
-
-
 def _write_table(table, data, outputs: dict) -> None:
     from fedavail.report.render import to_latex, to_markdown
 
@@ -23,7 +16,7 @@ def _write_table(table, data, outputs: dict) -> None:
         write_text(outputs["md"], to_markdown(table))
     if "tex" in outputs:
         write_text(outputs["tex"], to_latex(table))
-    _write_csv(data, outputs["csv"])
+    write_text(outputs["csv"], data.to_csv(index=False))
 
 
 def _write_paper(job: dict, table, cells, outputs: dict) -> None:
@@ -53,7 +46,7 @@ def make_report(job: dict, run_dirs: list, outputs: dict) -> None:
     table, data = BUILDERS[kind](job, frame)
     if not isinstance(table, TextTable):
         save(table, Path(outputs["png"]), Path(outputs["pdf"]))
-        _write_csv(data, outputs["csv"])
+        write_text(outputs["csv"], data.to_csv(index=False))
         return
     if kind == "experiment":
         save(experiment_figure(job, frame), Path(outputs["png"]))

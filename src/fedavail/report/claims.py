@@ -1,22 +1,12 @@
-"""The `claims` report kind evaluated on the runs: each claim (parsed by fedavail.plan.claim_parsing) gets our
-numbers, the paired statistics of every comparison it makes, the paper's own numbers where it publishes them, and a
-verdict.
+"""The `claims` report kind: each claim (parsed by fedavail.plan.claim_parsing) with our numbers, the paired
+statistics of every comparison it makes, the paper's own numbers where published, and a verdict (VERDICT_RULE).
 
-Evidence. Seeds pair runs: seed s gives every algorithm the same partition, availability trace and initial model, in
-every experiment, so a comparison is judged on its per-seed differences d_s (a − b for greater, method − reference
-for non_inferior, value − threshold for above, ...). Its 95% confidence interval is Student's t on those paired
-differences, mean ± t(0.975, n − 1) · sd / √n (sd with ddof 1, n pairs). The comparison holds when the interval lies
-entirely above its bound (0; −margin for non_inferior), fails when it lies entirely below, and is otherwise not
-resolved. With fewer than 3 pairs there is no verdict ("needs ≥ 3 seeds"): never a verdict from a sign. all_of,
-decreasing and peak hold when every part holds and fail when any part fails.
-
-Convergence. A claim about final accuracy (a cell with metric test_acc or train_acc) is not resolved while a cell it
-reads is still improving at the end of its run: per seed, the mean of its evaluated rounds in the last window minus
-the mean in the window before (window: the larger of the report's last_n and `plateau_window` × rounds), judged with
-the same interval: still improving when the interval lies entirely above `plateau_tolerance`.
-
-A cell with a seed without a finite value (a diverged run, a metric the run does not log) leaves its claim not
-resolved, and says which."""
+Seed s gives every algorithm the same partition, trace and initial model in every experiment, so a comparison is
+judged on its per-seed differences d_s (a − b for greater, method − reference for non_inferior, value − threshold for
+above, ...): mean ± t(0.975, n − 1) · sd / √n (ddof 1). all_of, decreasing and peak hold when every part holds and
+fail when any part fails. "Still improving" compares, per seed, the mean of the evaluated rounds in the last window
+with the window before (window: the larger of last_n and `plateau_window` × rounds). A cell with a seed without a
+finite value (a diverged run, a metric the run does not log) leaves its claim not resolved, and says which."""
 
 import math
 from dataclasses import dataclass
@@ -84,12 +74,11 @@ def _combine(verdicts: list[str]) -> str:
 
 
 def _show(value: float, metric: str, signed: bool = False) -> str:
+    """Accuracies (fractions) in percentage points, the consensus error as it is."""
+    sign = "+" if signed else ""
     if value != value:
         return "—"
-    text = f"{value:+.3g}" if signed else f"{value:.3g}"
-    if metric != "consensus_error":
-        text = f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
-    return text
+    return f"{value:{sign}.3g}" if metric == "consensus_error" else f"{100 * value:{sign}.1f}"
 
 
 def _unit(metric: str) -> str:
@@ -112,12 +101,6 @@ class _Evaluation:
         self.frame, self.job, self.report = frame, job, job["report"]
         self.cells, self.comparisons, self.problems = {}, [], []  # cells by (experiment, algorithm, metric, model)
 
-    def _column(self, run: pd.DataFrame, cell: dict) -> str:
-        metric, local = cell["metric"], f"{cell['metric']}_local_mean"
-        if (cell["model"] or self.report["model"]) == "local_mean" and local in run and run[local].notna().any():
-            return local
-        return metric
-
     def cell(self, cell: dict) -> dict:
         key = (cell["experiment"], cell["algorithm"], cell["metric"], cell["model"])
         if key in self.cells:
@@ -128,8 +111,10 @@ class _Evaluation:
         if cell["metric"] == "snapshot_share":
             per_run = tidy.arbitrary_ratio(run).assign(value=lambda v: 1.0 - v["value"])
             column = None
-        else:
-            column = self._column(run, cell)
+        else:  # the local copies' mean where asked for and logged
+            local = f"{cell['metric']}_local_mean"
+            logged = local in run and run[local].notna().any()
+            column = local if (cell["model"] or self.report["model"]) == "local_mean" and logged else cell["metric"]
             per_run = tidy.window_mean(run, column, self.report["last_n"])
         values = per_run.set_index("seed")["value"].astype(float).sort_index()
         entry = {**cell, "values": values, "rounds": rounds, "letter": chr(ord("A") + len(self.cells)),
@@ -143,12 +128,10 @@ class _Evaluation:
             window = max(int(self.report["last_n"] or run["last_n"].iloc[0]),
                          math.ceil(self.report["plateau_window"] * rounds))
             gain = paired_interval(window_gain(run, column, window).dropna().to_numpy())
-            entry["gain"], entry["window"] = gain, window
             if judge(gain, self.report["plateau_tolerance"])[0] == HOLDS:
-                self.problems.append(f"still improving at round {rounds} ({entry['letter']}: "
-                                     f"{_show(gain.mean, cell['metric'], True)} points over its last {window} "
-                                     f"rounds, [{_show(gain.low, cell['metric'], True)}, "
-                                     f"{_show(gain.high, cell['metric'], True)}])")
+                mean, low, high = (_show(v, cell["metric"], True) for v in (gain.mean, gain.low, gain.high))
+                self.problems.append(f"still improving at round {rounds} ({entry['letter']}: {mean} points over its "
+                                     f"last {window} rounds, [{low}, {high}])")
         self.cells[key] = entry
         return entry
 
@@ -156,8 +139,8 @@ class _Evaluation:
         finite = differences[np.isfinite(differences.to_numpy(dtype=float))]
         interval = paired_interval(finite.to_numpy())
         verdict, reason = judge(interval, bound)
-        self.comparisons.append({"what": what, "interval": interval, "bound": bound, "metric": metric,
-                                 "verdict": verdict, "reason": reason})
+        self.comparisons.append({"what": what, "interval": interval, "metric": metric, "verdict": verdict,
+                                 "reason": reason})
         return verdict
 
     @staticmethod
@@ -186,26 +169,23 @@ class _Evaluation:
             return _combine([self._difference(a, b) for a, b in zip(ordered, ordered[1:])])
         if kind == "peak":
             peak = [cells[i] for i in check["at"]]
-            others = [c for i, c in cells.items() if i not in check["at"]]
+            name = peak[0]["letter"] if len(peak) == 1 else f"max({', '.join(p['letter'] for p in peak)})"
             verdicts = []
-            for other in others:
+            for other in (c for i, c in cells.items() if i not in check["at"]):
                 *tops, rest = self._aligned(*peak, other)
                 best = pd.concat(tops, axis=1).max(axis=1)
-                name = peak[0]["letter"] if len(peak) == 1 else f"max({', '.join(p['letter'] for p in peak)})"
                 verdicts.append(self.compare(best - rest, f"{name} − {other['letter']}", other["metric"]))
             return _combine(verdicts)
         if kind in ("below", "above"):
-            value = cells["value"]
-            threshold = check["threshold"]
-            shown = _show(threshold, value["metric"])
+            value, threshold = cells["value"], check["threshold"]
+            shown, metric = _show(threshold, value["metric"]), value["metric"]
             if kind == "above":
-                return self.compare(value["values"] - threshold, f"{value['letter']} − {shown}", value["metric"])
-            return self.compare(threshold - value["values"], f"{shown} − {value['letter']}", value["metric"])
+                return self.compare(value["values"] - threshold, f"{value['letter']} − {shown}", metric)
+            return self.compare(threshold - value["values"], f"{shown} − {value['letter']}", metric)
         method, low, high = self._aligned(cells["method"], cells["low"], cells["high"])
         letters = {role: cells[role]["letter"] for role in ("method", "low", "high")}
-        metric = cells["low"]["metric"]
+        metric, fraction = cells["low"]["metric"], check["fraction"]
         gap = self.compare(high - low, f"gap {letters['high']} − {letters['low']}", metric)
-        fraction = check["fraction"]
         recovered = self.compare(method - low - fraction * (high - low),
                                  f"{letters['method']} − {letters['low']} − {fraction:g} × gap", metric)
         share = (method - low).mean() / (high - low).mean() if len(high) and (high - low).mean() else math.nan
@@ -227,12 +207,9 @@ class _Evaluation:
         return f"{label}{model}{metric} @ {cell['experiment']}"
 
     def numbers(self) -> str:
-        shown = []
-        for c in self.cells.values():
-            seeds = len(c["values"])
-            shown.append(f"{c['letter']} = {self.name(c)}: {_show(c['mean'], c['metric'])} ± "
-                         f"{_show(c['std'], c['metric'])} ({seeds} seed{'s' * (seeds != 1)}, {c['rounds']} rounds)")
-        return "; ".join(shown)
+        return "; ".join(f"{c['letter']} = {self.name(c)}: {_show(c['mean'], c['metric'])} ± "
+                         f"{_show(c['std'], c['metric'])} ({len(c['values'])} seed{'s' * (len(c['values']) != 1)}, "
+                         f"{c['rounds']} rounds)" for c in self.cells.values())
 
     def intervals(self) -> str:
         shown = []
@@ -265,7 +242,9 @@ class _Evaluation:
         roles = ("0", "1") if check["kind"] == "greater" else ("method", "reference")
         cells = [self.cells[tuple(check["cells"][role][k] for k in ("experiment", "algorithm", "metric", "model"))]
                  for role in roles]
-        where = claim["paper"] or _own_attributes(cells[0]["attributes"])
+        attributes = cells[0]["attributes"]
+        where = claim["paper"] or {k: None if attributes is None else attributes.get(k)
+                                   for k in ("dataset", "dynamics", "alpha", "gamma")}
         rows = [_published(published, where, cell["identity"], cell["metric"]) for cell in cells]
         if any(row is None for row in rows):
             return "—"
@@ -276,26 +255,14 @@ class _Evaluation:
                 f"{b['mean']:.1f} ± {b['std']:.1f}, difference {difference:+.1f} points, {within} its larger std")
 
 
-def _own_attributes(attributes) -> dict:
-    if attributes is None:
-        return {"dataset": None, "dynamics": None, "alpha": None, "gamma": None}
-    return {key: attributes.get(key) for key in ("dataset", "dynamics", "alpha", "gamma")}
-
-
 def _published(published: pd.DataFrame, where: dict, identity: str, metric: str):
-    """The first published row of this cell; α and γ are matched where both the paper and `where` give them."""
-    from fedavail.report.compare import numbers_close
+    """The first published row of this cell with a mean and std; α and γ are matched where both the paper and `where`
+    give them."""
+    from fedavail.report.compare import published_cells
 
-    def matches(paper_value, wanted) -> bool:
-        return pd.isna(paper_value) or wanted is None or pd.isna(wanted) or numbers_close(paper_value, wanted)
-
-    rows = published[(published["dataset"] == where["dataset"]) & (published["dynamics"] == where["dynamics"])
-                     & (published["algorithm"] == identity) & (published["metric"] == metric)]
-    for row in rows.to_dict("records"):
-        if matches(row["alpha"], where.get("alpha")) and matches(row["gamma"], where.get("gamma")):
-            if not (pd.isna(row["mean"]) or pd.isna(row["std"])):
-                return row
-    return None
+    cell = {"alpha": None, "gamma": None, **where, "identity": identity, "metric": metric}
+    rows = published_cells(published, cell, lenient=True)
+    return next((row for row in rows if not (pd.isna(row["mean"]) or pd.isna(row["std"]))), None)
 
 
 @BUILDERS.add("claims")
@@ -316,11 +283,9 @@ def claims_table(job: dict, frame: pd.DataFrame) -> tuple:
         shown = f"{verdict}: {reason}" if reason else verdict
         numbers, intervals, paper = evaluation.numbers(), evaluation.intervals(), evaluation.paper(claim, published)
         table.rows.append([claim["claim"], claim["source"], numbers, intervals, paper, shown])
-        comparisons = evaluation.comparisons
         records.append({"claim": claim["claim"], "source": claim["source"], "verdict": verdict, "reason": reason,
                         "numbers": numbers, "intervals": intervals, "paper": paper,
-                        "differences": ";".join(f"{c['interval'].mean:.6g}" for c in comparisons),
-                        "lows": ";".join(f"{c['interval'].low:.6g}" for c in comparisons),
-                        "highs": ";".join(f"{c['interval'].high:.6g}" for c in comparisons),
-                        "pairs": ";".join(str(c["interval"].pairs) for c in comparisons)})
+                        **{column: ";".join(f"{getattr(c['interval'], field):.6g}" for c in evaluation.comparisons)
+                           for column, field in (("differences", "mean"), ("lows", "low"), ("highs", "high"),
+                                                 ("pairs", "pairs"))}})
     return table, pd.DataFrame(records)

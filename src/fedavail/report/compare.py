@@ -1,10 +1,8 @@
 """Published numbers (paper_values.csv, transcribed from FedSWE Tables 2, 7, 8, 9 and the FAST text) beside ours.
 
-A reproduced cell is compared with a published one only when it is the same cell: same dataset (so the bundled
-MNIST-5k never matches), same availability dynamics, same Dirichlet α and (for sine dynamics) γ where the paper
-gives them, the same algorithm identity (labels.canonical) and the same metric. Accuracies are in percent; Table 7's
-metrics are rounds (rounds_to_<target %>), with "—" (never reached) as an empty mean. The comparison reports the
-difference ours − paper and whether it is within the published standard deviation; the scale of both (rounds,
+A reproduced cell is compared only with the same published cell: same dataset (so the bundled MNIST-5k never
+matches), dynamics, Dirichlet α and γ where the paper gives them, identity (labels.canonical) and metric. Accuracies
+are in percent; Table 7's metrics are rounds ("—", never reached, is an empty mean). The scale of both runs (rounds,
 clients) is shown so a short run is not mistaken for a reproduction."""
 
 from importlib import resources
@@ -31,38 +29,41 @@ def numbers_close(a, b) -> bool:
     return a is not None and b is not None and not pd.isna(a) and not pd.isna(b) and np.isclose(float(a), float(b))
 
 
-def compare(ours: pd.DataFrame, sources, paper: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Paper and ours side by side for every row of `ours` that matches a published cell.
+def published_cells(paper: pd.DataFrame, cell: dict, lenient: bool = False) -> list[dict]:
+    """The published rows of a cell (dataset, dynamics, identity, metric, alpha, gamma), in order. α and γ must agree
+    where the paper gives them; `lenient`: only where the cell gives them too."""
 
-    `ours` has one row per reproduced cell: experiment, algorithm (config name), identity, dataset, dynamics, alpha,
-    gamma, metric, mean, std, seeds, rounds, clients. Sources are tried in order; the first match wins."""
+    def agrees(published, ours) -> bool:
+        return pd.isna(published) or (lenient and (ours is None or pd.isna(ours))) or numbers_close(published, ours)
+
+    rows = paper[(paper["dataset"] == cell["dataset"]) & (paper["dynamics"] == cell["dynamics"])
+                 & (paper["algorithm"] == cell["identity"]) & (paper["metric"] == cell["metric"])]
+    return [row for row in rows.to_dict("records")
+            if agrees(row["alpha"], cell["alpha"]) and agrees(row["gamma"], cell["gamma"])]
+
+
+def compare(ours: pd.DataFrame, sources, paper: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Paper and ours side by side for every row of `ours` (a reproduced cell, as tables.cells gives it) that matches
+    a published cell; sources are tried in order, the first match wins."""
     paper = paper_values() if paper is None else paper
     paper = paper[paper["source"].isin(sources)]
     order = {source: i for i, source in enumerate(sources)}
     rows = []
-    for cell in ours.itertuples(index=False):
-        candidates = paper[(paper["dataset"] == cell.dataset) & (paper["dynamics"] == cell.dynamics)
-                           & (paper["algorithm"] == cell.identity) & (paper["metric"] == cell.metric)]
-        matches = [p for p in candidates.itertuples(index=False)
-                   if (pd.isna(p.alpha) or numbers_close(p.alpha, cell.alpha))
-                   and (pd.isna(p.gamma) or numbers_close(p.gamma, cell.gamma))]
+    for cell in ours.to_dict("records"):
+        matches = published_cells(paper, cell)
         if not matches:
             continue
-        p = min(matches, key=lambda r: order[r.source])
-        difference = cell.mean - p.mean if not (pd.isna(cell.mean) or pd.isna(p.mean)) else np.nan
-        if pd.isna(p.std) or pd.isna(difference):
-            within = pd.NA
-        else:
-            within = bool(abs(difference) <= p.std + 1e-9)
-        note = p.note if isinstance(p.note, str) else ""
-        if pd.isna(p.mean) and pd.isna(cell.mean):
+        p = min(matches, key=lambda r: order[r["source"]])
+        difference = cell["mean"] - p["mean"] if not (pd.isna(cell["mean"]) or pd.isna(p["mean"])) else np.nan
+        within = pd.NA if pd.isna(p["std"]) or pd.isna(difference) else bool(abs(difference) <= p["std"] + 1e-9)
+        note = p["note"] if isinstance(p["note"], str) else ""
+        if pd.isna(p["mean"]) and pd.isna(cell["mean"]):
             note = (note + "; " if note else "") + "neither reached the target"
-        rows.append({"experiment": cell.experiment, "algorithm": cell.algorithm, "identity": cell.identity,
-                     "dataset": cell.dataset, "dynamics": cell.dynamics, "alpha": cell.alpha, "gamma": cell.gamma,
-                     "metric": cell.metric, "source": p.source, "paper_mean": p.mean, "paper_std": p.std,
-                     "ours_mean": cell.mean, "ours_std": cell.std, "seeds": cell.seeds, "difference": difference,
-                     "within_std": within, "ours_rounds": cell.rounds, "paper_rounds": p.rounds,
-                     "ours_clients": cell.clients, "paper_clients": p.clients, "note": note})
+        rows.append({**{k: cell[k] for k in COLUMNS[:8]}, "source": p["source"], "paper_mean": p["mean"],
+                     "paper_std": p["std"], "ours_mean": cell["mean"], "ours_std": cell["std"], "seeds": cell["seeds"],
+                     "difference": difference, "within_std": within, "ours_rounds": cell["rounds"],
+                     "paper_rounds": p["rounds"], "ours_clients": cell["clients"], "paper_clients": p["clients"],
+                     "note": note})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -85,10 +86,10 @@ def comparison_table(result: pd.DataFrame, title: str, labels: dict) -> TextTabl
         decimals = 0 if r.metric.startswith("rounds_to_") else 2
         paper = _number(r.paper_mean, decimals) + ("" if pd.isna(r.paper_std) else f" ± {r.paper_std:.1f}")
         ours = _number(r.ours_mean, decimals) + ("" if pd.isna(r.ours_std) else f" ± {r.ours_std:.{decimals}f}")
-        within = "n/a" if r.within_std is pd.NA or pd.isna(r.within_std) else ("yes" if r.within_std else "no")
+        within = "n/a" if pd.isna(r.within_std) else ("yes" if r.within_std else "no")
         difference = "—" if pd.isna(r.difference) else f"{r.difference:+.{decimals}f}"
-        scale = lambda a, b: f"{'—' if pd.isna(a) else int(a)} / {'—' if pd.isna(b) else int(b)}"  # noqa: E731
+        rounds = f"{_number(r.ours_rounds, 0)} / {_number(r.paper_rounds, 0)}"
+        clients = f"{_number(r.ours_clients, 0)} / {_number(r.paper_clients, 0)}"
         table.rows.append([r.experiment, labels.get(r.algorithm, display(r.identity)), r.metric, r.source, paper,
-                           ours, Cell(difference), within, scale(r.ours_rounds, r.paper_rounds),
-                           scale(r.ours_clients, r.paper_clients)])
+                           ours, Cell(difference), within, rounds, clients])
     return table

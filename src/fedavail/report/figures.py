@@ -58,13 +58,11 @@ def _dashes(level: int):
 
 def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None, style: str | None = None,
                  aggregate: bool = True, spread: str = "band", legend: bool = True, **line) -> None:
-    """One line of `y` against `x` per (hue, style) group of `data`: a tab10 colour per hue level and a dash pattern
-    per style level, levels in order of first appearance. With `aggregate`, the line is the mean over the group's rows
-    at each x and `spread` ("band" or "bars") shows ± one standard deviation (ddof 1, none at an x with one row);
-    without it, the rows themselves. Rows with x or y missing or infinite are left out. `legend` adds an entry per hue
-    level (its colour) and per style level (its dashes; grey under a hue), each part headed by its column when both
-    are used. This is the picture seaborn's lineplot drew (errorbar="sd", or estimator=None), which the figures were
-    first drawn with."""
+    """One line of `y` against `x` per (hue, style) group of `data` (levels in order of first appearance): a tab10
+    colour per hue level, a dash pattern per style level. With `aggregate`, the line is the mean over the group's rows
+    at each x and `spread` ("band" or "bars") shows ± one std (ddof 1); without it, the rows themselves. Rows with x
+    or y missing or infinite are left out. `legend` adds an entry per hue and per style level, each part headed by its
+    column when both are used: the picture seaborn's lineplot drew (errorbar="sd", or estimator=None)."""
     line = {"markeredgewidth": 0.75, "markeredgecolor": "w", **line}
     colours = _tab10(data[hue] if hue else [""])  # without hue, one group in the first colour
     styles = {level: _dashes(i) for i, level in enumerate(_levels(data[style] if style else [""]))}
@@ -72,12 +70,9 @@ def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None,
     if not pd.api.types.is_numeric_dtype(rows[x]):  # categories along x in order of first appearance
         rows = rows.assign(**{x: pd.Categorical(rows[x], categories=pd.unique(rows[x]), ordered=True)})
         ax.xaxis.update_units(list(rows[x].cat.categories))
+    groups = rows.assign(_hue=rows[hue] if hue else "", _style=rows[style] if style else "")
     for (level, colour), (kind, dashes) in product(colours.items(), styles.items()):
-        selected = np.ones(len(rows), dtype=bool)
-        for column, value in ((hue, level), (style, kind)):
-            if column:
-                selected &= (rows[column] == value).to_numpy()
-        part = rows[selected]
+        part = rows[(groups["_hue"] == level) & (groups["_style"] == kind)]
         if not len(part):
             continue
         if not aggregate:
@@ -91,18 +86,15 @@ def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None,
                             alpha=0.2, linewidth=0)
         else:
             ax.errorbar(stats.index, stats["mean"], yerr=stats["std"], linestyle="", color=colour)
-    if not legend:
-        return
-    if hue:
-        if style:  # a two-part legend: each part headed by its column
-            ax.plot([], [], visible=False, label=hue)
-        for level, colour in colours.items():
-            ax.plot([], [], color=colour, label=str(level), **line)
-    if style:
-        if hue:
-            ax.plot([], [], visible=False, label=style)
-        for level, dashes in styles.items():
-            ax.plot([], [], color=".2" if hue else colours[""], linestyle=dashes, label=str(level), **line)
+    parts = [(hue, {level: {"color": colour} for level, colour in colours.items()})] if hue and legend else []
+    if style and legend:
+        plain = ".2" if hue else colours[""]  # grey under a hue
+        parts.append((style, {level: {"color": plain, "linestyle": dashes} for level, dashes in styles.items()}))
+    for column, entries in parts:
+        if len(parts) == 2:  # a two-part legend: each part headed by its column
+            ax.plot([], [], visible=False, label=column)
+        for level, look in entries.items():
+            ax.plot([], [], label=str(level), **look, **line)
 
 
 def metric_label(metric: str) -> str:
@@ -114,10 +106,9 @@ def save(fig, png: Path, pdf: Path | None = None) -> None:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    for path in (png, pdf):
-        if path is not None:
-            with atomic_path(path) as tmp:
-                fig.savefig(tmp, format=Path(path).suffix.lstrip("."), dpi=150)
+    for path in filter(None, (png, pdf)):
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=Path(path).suffix.lstrip("."), dpi=150)
     plt.close(fig)
 
 
@@ -298,21 +289,19 @@ def toy_heterogeneity(job: dict, frame=None):
     """Fig. 2 (Example 1): |lim E x^t − x*| of FedAvg over (p1, p2), exact."""
     from fedavail.report import toy
 
-    settings = job["report"]
-    u1, u2 = settings["u"]
-    grid_values = np.linspace(0.0, 1.0, settings["resolution"])
-    weightings = settings["weightings"]
-    fig, axes = _panels(len(weightings), width=4.8, height=4.0)
+    s = job["report"]
+    u1, u2 = s["u"]
+    grid_values = np.linspace(0.0, 1.0, s["resolution"])
+    p1, p2 = np.meshgrid(grid_values, grid_values)
+    fig, axes = _panels(len(s["weightings"]), width=4.8, height=4.0)
     records = []
-    names = {"active": "FedAvg over active clients", "all": "FedAvg over all clients"}
-    for ax, weighting in zip(axes[0], weightings):
+    for ax, weighting in zip(axes[0], s["weightings"]):
         bias = toy.heterogeneity_bias(grid_values, u1, u2, weighting)
         image = ax.imshow(bias, origin="lower", extent=(0, 1, 0, 1), cmap="viridis", vmin=0,
                           vmax=0.5 * abs(u2 - u1), aspect="equal")
-        ax.set(xlabel="$p_1$", ylabel="$p_2$", title=f"{names[weighting]}\n$|x_{{output}} - x^*|$")
+        ax.set(xlabel="$p_1$", ylabel="$p_2$", title=f"FedAvg over {weighting} clients\n$|x_{{output}} - x^*|$")
         ax.grid(False)
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-        p1, p2 = np.meshgrid(grid_values, grid_values)
         records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(),
                                      "bias": bias.ravel()}))
     fig.suptitle(title(job))
@@ -331,17 +320,16 @@ def toy_interpolation(job: dict, frame=None):
         result = toy.fedswe_alternating(k, s["u"], s["rounds"], s["lr"], s["local_steps"], s["global_lr"])
         steady = toy.alternating_steady_bias(k, s["u"], s["lr"], s["local_steps"], s["global_lr"])
         top, bottom = axes[0][column], axes[1][column]
-        rounds, gradient = result["round"], result["gradient"]
         # x^{t+1} after client 1's (even) and client 2's (odd) rounds, as the paper's two curves
-        top.plot(rounds[0::2], gradient[0::2], lw=1.2, label="after client 1 (even rounds)")
-        top.plot(rounds[1::2], gradient[1::2], lw=1.2, label="after client 2 (odd rounds)")
+        for client in (0, 1):
+            top.plot(result["round"][client::2], result["gradient"][client::2], lw=1.2,
+                     label=f"after client {client + 1} ({('even', 'odd')[client]} rounds)")
         top.axhline(0.0, color="k", lw=0.8, ls="--", label="global optimum")
         top.set(title=f"k = {k:g}: gradient (steady ±{steady:.3g})", xlabel="round", ylabel="∇F(x^t)")
         top.legend(fontsize=7)
         bottom.plot(result["round"], result["consensus"], lw=0.8, color="C1")
         bottom.set(title=f"k = {k:g}: consensus error", xlabel="round", ylabel="(1/2) Σ (x_i − x̄)²")
-        records.append(pd.DataFrame({"k": k, "round": result["round"], "x": result["x"],
-                                     "gradient": result["gradient"], "consensus": result["consensus"],
+        records.append(pd.DataFrame({"k": k, **{c: result[c] for c in ("round", "x", "gradient", "consensus")},
                                      "steady_bias": steady}))
     fig.suptitle(title(job))
     return fig, pd.concat(records, ignore_index=True)

@@ -1,12 +1,9 @@
 """One tidy frame of runs: a row per run × round, the run's settings as columns beside every metric it logged.
 
-Settings columns: experiment, algorithm (the config's name), algorithm_name (the registry's), one
-`algorithm.<hyperparameter>` column per hyperparameter with the algorithm's defaults filled in (`algorithm.lr`: the
-lr the run trained with), one `training.local.<key>` column per local optimisation setting (these read from the
-resolved spec each run's summary.json carries, never re-derived from the config), the experiment
-attributes of fedavail.plan.reports.ATTRIBUTES (trace model defaults filled in), last_n, seed, and the run's summary
-(diverged_at, state_bytes, dimension, wall_seconds, peak_memory_bytes, rounds_completed). Every table, figure and
-claim is a filter, groupby or pivot of it; `over_seeds` is the one place a mean ± std over seeds is taken."""
+The settings (algorithm_name, `algorithm.<hyperparameter>` with defaults filled in, `training.local.<key>`) are read
+from the resolved spec each run's summary.json carries, never re-derived from the config; beside them the experiment
+attributes of fedavail.plan.reports.ATTRIBUTES, last_n, seed and the run's SUMMARY. Every table, figure and claim is a
+filter, groupby or pivot of it; `over_seeds` is the one place a mean ± std over seeds is taken."""
 
 import json
 from pathlib import Path
@@ -25,8 +22,7 @@ SCORED_COLUMNS = ("test_acc", "test_loss", "train_acc", "train_loss")  # "<colum
 
 
 def read_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
-    """A finished run's summary.json and metrics.parquet, checked to be the sealed outputs of the run their folder
-    names (fedavail.integrity); a damaged or foreign one is named, with how to rebuild it."""
+    """A finished run's summary.json and metrics.parquet, checked to be its sealed outputs (fedavail.integrity)."""
     from fedavail.integrity import run_problem
     from fedavail.io import UnreadableFileError
 
@@ -46,29 +42,19 @@ def algorithm_settings(spec: dict) -> dict:
                                                     and (v is None or isinstance(v, (bool, int, float, str)))}}
 
 
-def experiment_attributes(name: str, info: dict) -> dict:
-    trace = full_trace_spec(info["trace"])
-    return {**attributes(name, info["partition"], trace, info["training"]), "last_n": info["training"]["last_n"]}
-
-
-def local_settings(local: dict) -> dict:
-    """`training.local.<key>` for every local optimisation setting of a run's resolved `training.local`, and
-    `algorithm.lr`: the lr it trained with (the algorithm's own, else the block's)."""
-    values = {f"training.local.{k}": str(v) if isinstance(v, list) else v for k, v in local.items()}
-    return {**values, "algorithm.lr": local["lr"]}
-
-
 def load(job: dict, run_dirs) -> pd.DataFrame:
-    """The tidy frame of these runs of the job (fedavail.plan.reports job spec): each run's settings as it trained
-    them, from the resolved spec in its summary.json, and its experiment's attributes."""
-    experiments = {name: experiment_attributes(name, info) for name, info in job["experiments"].items()}
+    """The tidy frame of these runs of the job (a fedavail.plan.reports job spec)."""
+    experiments = {name: {**attributes(name, info["partition"], full_trace_spec(info["trace"]), info["training"]),
+                          "last_n": info["training"]["last_n"]} for name, info in job["experiments"].items()}
     frames = []
     for run_dir in run_dirs:
         summary, metrics = read_run(run_dir)
-        spec = summary["spec"]
-        experiment, algorithm, seed = spec["experiment"], spec["algorithm_id"], int(spec["seed"])
-        settings = {**experiments[experiment], "algorithm": algorithm, **algorithm_settings(spec["algorithm"]),
-                    **local_settings(spec["training"]["local"]), "seed": seed, **{k: summary.get(k) for k in SUMMARY}}
+        spec, local = summary["spec"], summary["spec"]["training"]["local"]
+        # algorithm.lr: the lr the run trained with (the algorithm's own, else the local block's)
+        settings = {**experiments[spec["experiment"]], "algorithm": spec["algorithm_id"],
+                    **algorithm_settings(spec["algorithm"]),
+                    **{f"training.local.{k}": str(v) if isinstance(v, list) else v for k, v in local.items()},
+                    "algorithm.lr": local["lr"], "seed": int(spec["seed"]), **{k: summary.get(k) for k in SUMMARY}}
         frames.append(metrics.assign(**{k: [v] * len(metrics) for k, v in settings.items()}))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*RUN, "round"])
     frame["diverged_at"] = frame.get("diverged_at", pd.Series(dtype=float)).astype("float64")
@@ -95,11 +81,11 @@ def scored(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([frame[~has_local], local, server], ignore_index=True)
 
 
-def view(job: dict, frame: pd.DataFrame, eval_model: str | None = None) -> pd.DataFrame:
+def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     """The frame as the report shows it: scored model, and per row its algorithm's identity (labels.canonical),
     label, group (1 = not aided by memory or known statistics) and order."""
     settings = job["report"]
-    if (eval_model or settings.get("eval_model")) == "local_mean":
+    if settings.get("eval_model") == "local_mean":
         frame = scored(frame)
     given = settings.get("labels") or {}
     order = list(settings.get("algorithms") or [])

@@ -1,57 +1,33 @@
-"""Algorithm identities for the reports: the paper's name for a config's algorithm, its display label and its group.
-
-A config names algorithms freely (`fedavg_active`, `swe100`, ...); the paper tables name them by what they run.
-`canonical(run)` maps a run's resolved algorithm settings to that identity, so a reproduced cell can be
-matched with a published one whatever the config calls it:
-
-  fedavg weighting active|all|known  -> fedavg_active | fedavg_all | fedavg_known
-  fedswe k                           -> fedswe_k<k>            (k = 0 is FedAWE, the paper's "FedSWE (k = 0)")
-  fast base fedavg                   -> fast_q<q> | fast_ada<λ> | fast_I<I>     (schedule bernoulli|adaptive|every)
-  fast base fedprox|scaffold         -> fastplus_<base>_q<q> | fastplus_<base>_ada<λ> | fastplus_<base>_I<I>
-  anything else                      -> its registry name (fedprox, scaffold, mifa, fedvarp, fedau, gfedavg, f3ast)
-
-Groups (FedSWE Table 2): group 1 = algorithms "not aided by memory or known statistics", group 2 = MIFA, FedVARP
-(O(md) memory) and FedAvg with known p_i^t (known statistics); the paper boldfaces the best of group 1 only."""
+"""Algorithm identities for the reports: a config names algorithms freely (`fedavg_active`, `swe100`, ...);
+`canonical(run)` names a run by what it runs (e.g. `fedswe_k0`: FedAWE, `fast_ada1`, `fastplus_scaffold_q0.5`), so a
+reproduced cell is matched with a published one whatever the config calls it. Group 2 (FedSWE Table 2): MIFA,
+FedVARP (O(md) memory) and FedAvg with known p_i^t; the paper boldfaces the best of group 1 only."""
 
 MEMORY_OR_KNOWN = ("mifa", "fedvarp", "fedavg_known")
 
-_DISPLAY = {
-    "fedavg_active": "FedAvg over active",
-    "fedavg_all": "FedAvg over all",
-    "fedavg_known": "FedAvg with known p_i^t",
-    "gfedavg": "gFedAvg",
-    "fedau": "FedAU",
-    "f3ast": "F3AST",
-    "mifa": "MIFA (memory aided)",
-    "fedvarp": "FedVARP (memory aided)",
-    "fedprox": "FedProx",
-    "scaffold": "SCAFFOLD",
-}
-
-
-def _number(value) -> str:
-    return f"{float(value):g}"
+_DISPLAY = {"fedavg_active": "FedAvg over active", "fedavg_all": "FedAvg over all",
+            "fedavg_known": "FedAvg with known p_i^t", "gfedavg": "gFedAvg", "fedau": "FedAU", "f3ast": "F3AST",
+            "mifa": "MIFA (memory aided)", "fedvarp": "FedVARP (memory aided)", "fedprox": "FedProx",
+            "scaffold": "SCAFFOLD"}
 
 
 def canonical(run) -> str:
-    """The paper identity of a run from its resolved settings (fedavail.report.frame: algorithm_name and
-    `algorithm.<hyperparameter>` columns, the algorithm's defaults filled in)."""
+    """The paper identity of a run from its resolved settings (the frame's algorithm_name and `algorithm.*`)."""
     name = run["algorithm_name"]
     option = lambda key: run[f"algorithm.{key}"]  # noqa: E731
+    number = lambda key: f"{float(option(key)):g}"  # noqa: E731
     if name == "fedavg":
         return f"fedavg_{option('weighting')}"
     if name == "fedswe":
-        return f"fedswe_k{_number(option('k'))}"
+        return f"fedswe_k{number('k')}"
     if name == "fast":
-        schedule = option("schedule")
-        if schedule == "adaptive":
-            tail = f"ada{_number(option('lam'))}"
-        elif schedule == "every":
+        if option("schedule") == "adaptive":
+            tail = f"ada{number('lam')}"
+        elif option("schedule") == "every":
             tail = f"I{int(option('interval'))}"
         else:
-            tail = f"q{_number(option('q'))}"
-        base = option("base")
-        return f"fast_{tail}" if base == "fedavg" else f"fastplus_{base}_{tail}"
+            tail = f"q{number('q')}"
+        return f"fast_{tail}" if option("base") == "fedavg" else f"fastplus_{option('base')}_{tail}"
     return name
 
 
@@ -61,16 +37,13 @@ def display(identity: str) -> str:
         return _DISPLAY[identity]
     if identity.startswith("fedswe_k"):
         return f"FedSWE (k = {identity[len('fedswe_k'):]})"
-    if identity.startswith("fast_") or identity.startswith("fastplus_"):
+    if identity.startswith(("fast_", "fastplus_")):
         parts = identity.split("_")
         name = "FAST" if parts[0] == "fast" else f"FAST+ ({_DISPLAY.get(parts[1], parts[1])})"
         tail = parts[-1]
         if tail.startswith("ada"):
-            value = tail[3:]
-            return f"{name} Ada.({'def.' if value == '1' else value})"
-        if tail.startswith("q"):
-            return f"{name} q = {tail[1:]}"
-        return f"{name} I = {tail[1:]}"
+            return f"{name} Ada.({'def.' if tail == 'ada1' else tail[3:]})"
+        return f"{name} {'q' if tail.startswith('q') else 'I'} = {tail[1:]}"
     return identity
 
 

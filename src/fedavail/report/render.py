@@ -24,29 +24,29 @@ class TextTable:
     footnotes: list[str] = field(default_factory=list)
 
 
-def _text(cell) -> tuple[str, str | None]:
-    return (cell.text, cell.mark) if isinstance(cell, Cell) else (str(cell), None)
+def _marked(cell, escape, formats: dict) -> str:
+    """The cell's escaped text, in the format of its mark (bold for "best", underlined for "second")."""
+    text, mark = (cell.text, cell.mark) if isinstance(cell, Cell) else (str(cell), None)
+    return formats.get(mark, "{}").format(escape(text))
 
 
-def _markdown_cell(cell) -> str:
-    text, mark = _text(cell)
-    text = text.replace("|", "\\|")
-    if mark == "best":
-        return f"**{text}**"
-    if mark == "second":
-        return f"<u>{text}</u>"
-    return text
+_MARKDOWN_MARKS = {"best": "**{}**", "second": "<u>{}</u>"}
+_LATEX_MARKS = {"best": r"\textbf{{{}}}", "second": r"\underline{{{}}}"}
+
+
+def _markdown_escape(text: str) -> str:
+    return text.replace("|", "\\|")
 
 
 def to_markdown(table: TextTable) -> str:
     lines = [f"# {table.title}", "", table.description, "",
-             "| " + " | ".join(c.replace("|", "\\|") for c in table.columns) + " |",
+             "| " + " | ".join(map(_markdown_escape, table.columns)) + " |",
              "|" + "---|" * len(table.columns)]
     for row in table.rows:
         if isinstance(row, Section):
             lines.append(f"| *{row.title}* |" + " |" * (len(table.columns) - 1))
         else:
-            lines.append("| " + " | ".join(_markdown_cell(c) for c in row) + " |")
+            lines.append("| " + " | ".join(_marked(c, _markdown_escape, _MARKDOWN_MARKS) for c in row) + " |")
     if table.footnotes:
         lines.append("")
         lines += [f"{note}  " for note in table.footnotes]
@@ -64,31 +64,19 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, _LATEX_UNICODE.get(ch, ch)) for ch in str(text))
 
 
-def _latex_cell(cell) -> str:
-    text, mark = _text(cell)
-    text = latex_escape(text)
-    if mark == "best":
-        return rf"\textbf{{{text}}}"
-    if mark == "second":
-        return rf"\underline{{{text}}}"
-    return text
-
-
 def to_latex(table: TextTable) -> str:
     n = len(table.columns)
     lines = [r"% " + latex_escape(table.title), r"\begin{table}[t]", r"\centering",
              rf"\caption{{{latex_escape(table.title)}. {latex_escape(table.description)}}}",
              r"\begin{tabular}{l" + "c" * (n - 1) + "}", r"\toprule",
              " & ".join(latex_escape(c) for c in table.columns) + r" \\", r"\midrule"]
-    first = True
-    for row in table.rows:
+    for i, row in enumerate(table.rows):
         if isinstance(row, Section):
-            if not first:
+            if i:
                 lines.append(r"\midrule")
             lines.append(rf"\multicolumn{{{n}}}{{l}}{{\textit{{{latex_escape(row.title)}}}}} \\")
         else:
-            lines.append(" & ".join(_latex_cell(c) for c in row) + r" \\")
-        first = False
+            lines.append(" & ".join(_marked(c, latex_escape, _LATEX_MARKS) for c in row) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     if table.footnotes:
         lines.append(r"\par\smallskip\footnotesize " + r" \\ ".join(latex_escape(f) for f in table.footnotes))
@@ -100,11 +88,5 @@ def rank_marks(values: dict, decimals: int) -> dict:
     """{key: "best" | "second"} for the largest and second-largest values after rounding to the displayed precision
     (ties share a mark; NaN never ranks)."""
     rounded = {k: round(v, decimals) for k, v in values.items() if v == v}
-    distinct = sorted(set(rounded.values()), reverse=True)
-    marks = {}
-    for key, value in rounded.items():
-        if distinct and value == distinct[0]:
-            marks[key] = "best"
-        elif len(distinct) > 1 and value == distinct[1]:
-            marks[key] = "second"
-    return marks
+    marks = dict(zip(sorted(set(rounded.values()), reverse=True), ("best", "second")))
+    return {key: marks[value] for key, value in rounded.items() if value in marks}

@@ -50,10 +50,18 @@ def diverged_notes(table: pd.DataFrame) -> list[str]:
             f"{r.diverged}." for r in seen.sort_values(["experiment", "label"]).itertuples()]
 
 
-def _grouped(table: pd.DataFrame):
-    """(group, its algorithms in order) for the groups present."""
-    ordered = table.drop_duplicates("algorithm").sort_values(["group", "order"], kind="stable")
-    return [(g, list(part["algorithm"])) for g, part in ordered.groupby("group", sort=True)]
+def _grouped_rows(table: TextTable, table_cells: pd.DataFrame, by: list[str], keys: list[tuple], text, prefix: str = "",
+                  marks: dict | None = None) -> None:
+    """Per group present, a Section (`prefix` + the group's name), then a row per algorithm of the group, in order:
+    its label and, per key of `keys` (values of the columns `by`), Cell(text(cell), the mark marks[key] gives the
+    algorithm), or "n/a" where it has no cell."""
+    lookup, marks = table_cells.set_index(["algorithm", *by]), marks or {}
+    ordered = table_cells.drop_duplicates("algorithm").sort_values(["group", "order"], kind="stable")
+    for group, part in ordered.groupby("group", sort=True):
+        table.rows.append(Section(prefix + GROUPS[group]))
+        for algorithm, label in zip(part["algorithm"], part["label"]):
+            table.rows.append([label, *(Cell(text(lookup.loc[(algorithm, *key)]), marks.get(key, {}).get(algorithm))
+                                        if (algorithm, *key) in lookup.index else "n/a" for key in keys)])
 
 
 @BUILDERS.add("fedswe_table", "sweep")
@@ -67,8 +75,8 @@ def accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
     table_cells = cells(frame, values)
     table_cells["column"] = table_cells[column_attr]
     table_cells["block"] = table_cells[block_attr].fillna("") if block_attr else ""
-    columns = list(dict.fromkeys(table_cells["column"]))
-    headers = [f"{attribute_label(column_attr, c)} {m}" for c in columns for m in ("train", "test")]
+    keys = [(c, m) for c in dict.fromkeys(table_cells["column"]) for m in ("train_acc", "test_acc")]
+    headers = [f"{attribute_label(column_attr, c)} {m.removesuffix('_acc')}" for c, m in keys]
     description = (f"Accuracy (%) as mean ± std over seeds of each run's average over its last {s['last_n']} rounds. "
                    "Bold: best of the algorithms not aided by memory or known statistics in each column; underlined: "
                    "second best; server-model rows are unranked. Algorithms aided by memory or known statistics are "
@@ -78,32 +86,18 @@ def accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
         eligible = in_block[(in_block["group"] == 1) & ~in_block["algorithm"].map(tidy.is_server_row)]
         marks = {key: rank_marks(dict(zip(part["algorithm"], part["mean"])), s["decimals"])
                  for key, part in eligible.groupby(["column", "metric"], sort=False)}
-        lookup = in_block.set_index(["algorithm", "column", "metric"])
-        for group, members in _grouped(in_block):
-            table.rows.append(Section(f"{attribute_label(block_attr, block)}: {GROUPS[group]}" if block_attr
-                                      else GROUPS[group]))
-            for algorithm in members:
-                row = [in_block.loc[in_block["algorithm"] == algorithm, "label"].iloc[0]]
-                for column in columns:
-                    for metric in ("train_acc", "test_acc"):
-                        if (algorithm, column, metric) not in lookup.index:
-                            row.append("n/a")
-                            continue
-                        c = lookup.loc[(algorithm, column, metric)]
-                        row.append(Cell(mean_std_text(c["mean"], c["std"], s["decimals"], c["diverged"]),
-                                        marks.get((column, metric), {}).get(algorithm)))
-                table.rows.append(row)
+        _grouped_rows(table, in_block, ["column", "metric"], keys,
+                      lambda c: mean_std_text(c["mean"], c["std"], s["decimals"], c["diverged"]),
+                      f"{attribute_label(block_attr, block)}: " if block_attr else "", marks)
     table.footnotes += diverged_notes(table_cells)
     return table, table_cells.drop(columns=["finite", "order"])
 
 
 def _targets(job: dict, frame: pd.DataFrame, experiment: str) -> tuple[list[float], str]:
     s = job["report"]
-    targets = s.get("targets")
-    if isinstance(targets, dict) and experiment in targets:
-        return [float(t) for t in targets[experiment]], "given"
-    if isinstance(targets, list):
-        return [float(t) for t in targets], "given"
+    given = s["targets"].get(experiment) if isinstance(s.get("targets"), dict) else s.get("targets")
+    if given is not None:
+        return [float(t) for t in given], "given"
     finals = tidy.over_seeds(tidy.window_mean(frame[frame["experiment"] == experiment], "test_acc"), ["algorithm"])
     if not np.isfinite(finals["mean"]).any():
         return [], "no finite accuracy"
@@ -140,19 +134,8 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
     description = (f"First round at which the test accuracy, averaged over seeds and sampled every {every} "
                    "rounds, reaches each target; — when it never does.")
     table = TextTable(title(job), description, ["algorithm", *headers])
-    lookup = table_cells.set_index(["algorithm", "experiment", "metric"])
-    for group, members in _grouped(table_cells):
-        table.rows.append(Section(GROUPS[group]))
-        for algorithm in members:
-            row = [table_cells.loc[table_cells["algorithm"] == algorithm, "label"].iloc[0]]
-            for experiment, metric in columns:
-                if (algorithm, experiment, metric) not in lookup.index:
-                    row.append("n/a")
-                    continue
-                c = lookup.loc[(algorithm, experiment, metric)]
-                row.append(Cell(("—" if c["mean"] != c["mean"] else f"{int(c['mean'])}") + (" †" if c["diverged"]
-                                                                                             else "")))
-            table.rows.append(row)
+    _grouped_rows(table, table_cells, ["experiment", "metric"], columns,
+                  lambda c: ("—" if c["mean"] != c["mean"] else f"{int(c['mean'])}") + (" †" if c["diverged"] else ""))
     table.footnotes += notes + diverged_notes(table_cells)
     return table, table_cells.assign(std=np.nan).drop(columns=["finite", "order"])
 
@@ -232,8 +215,8 @@ def experiment_table(job: dict, frame: pd.DataFrame) -> tuple:
                          "test_acc_std": test["std"].to_numpy(),
                          "train_acc_mean": by_metric["train_acc"]["mean"].reindex(test.index).to_numpy(),
                          "seeds": test["seeds"].to_numpy(), "diverged_at": test["diverged"].to_numpy()})
-    table = TextTable(job["name"], f"Test accuracy (%) of the global model, mean ± std over seeds of the "
-                      f"last-{last_n}-round average.", ["algorithm", "test accuracy", "train accuracy", "seeds", "note"])
+    description = f"Test accuracy (%) of the global model, mean ± std over seeds of the last-{last_n}-round average."
+    table = TextTable(job["name"], description, ["algorithm", "test accuracy", "train accuracy", "seeds", "note"])
     for r in data.itertuples():
         note = f"† diverged: {r.diverged_at}" if r.diverged_at else ""
         if r.test_acc_mean == r.test_acc_mean:

@@ -1,29 +1,23 @@
 """The scalar examples of FedSWE §4 and §6.5.2, computed exactly: no training, no sampling.
 
-Both use local objectives F_i(x) = (x − u_i)²/2. Local training is s full gradient steps of size η, so a client that
-starts at x ends at u_i + c(x − u_i) with c = (1 − η)^s, and its model delta is Δ_i = (1 − c)(u_i − x).
+Both use local objectives F_i(x) = (x − u_i)²/2 and s full gradient steps of size η, so a client that starts at x
+ends at u_i + c(x − u_i) with c = (1 − η)^s, and its model delta is Δ_i = (1 − c)(u_i − x).
 
-Example 1 / Fig. 2 (heterogeneity): two clients, stationary independent availability a_i^t ~ Bernoulli(p_i). The
-expected FedAvg iterate obeys a linear recursion (average over the four availability outcomes; no participant leaves
-x unchanged):
+Example 1 / Fig. 2: two clients, stationary independent availability a_i^t ~ Bernoulli(p_i). Averaging over the four
+availability outcomes (no participant leaves x unchanged), the expected FedAvg iterate obeys
     active (x ← x + mean_{A_t} Δ_i):  E x^{t+1} = E x^t + (1 − c)·[p1 p2 (ū − x) + p1(1−p2)(u1 − x) + p2(1−p1)(u2 − x)]
     all    (x ← x + ½ Σ_{A_t} Δ_i):   E x^{t+1} = E x^t + (1 − c)/2·[p1 (u1 − x) + p2 (u2 − x)]
-whose fixed points are independent of η and s:
-    active: x_out = (p1 p2 ū + p1(1−p2) u1 + p2(1−p1) u2) / (1 − (1−p1)(1−p2))
-    all:    x_out = (p1 u1 + p2 u2) / (p1 + p2)
-with x* = ū = (u1 + u2)/2; Fig. 2 colours |x_out − x*| (at most |u1 − u2|/2 = 50 for u = (0, 100)).
+whose fixed points x_out do not depend on η and s (fedavg_expected_output); x* = ū = (u1 + u2)/2, and Fig. 2 colours
+|x_out − x*| (at most |u1 − u2|/2).
 
-Fig. 5 (necessity of interpolation): FedSWE Algorithm 1 on two clients, client 1 available in even rounds only and
-client 2 in odd rounds only (Proposition 14 with m = 2). Deterministic: each round the active client starts from its
-own copy X_i, G_i = X_i − x_i^{t,s} = (1 − c)(X_i − u_i), x_i† = X_i − η_g (t − τ_i) G_i, the server sets
-x^{t+1} = (x_i† + k x^t)/(1 + k) and multicasts it to the active client only (τ_i ← t). With k = 0 the clients never
-mix: x^t alternates between u1 and u2, so |∇F(x^t)| → |u1 − u2|/2 (= 100, eq. 30) and the consensus error
-(1/2)Σ(X_i − X̄)² → ((u1 − u2)/2)² (= 10⁴). ∇F(x) = x − ū for F of eq. (29). In general the iterates settle on a
-2-cycle x = ū ± b with (solving the two fixed-point equations; every echo is t − τ_i = 2 once both clients have
-been active)
+Fig. 5: FedSWE Algorithm 1 with client 1 available in even rounds only and client 2 in odd rounds only (Proposition
+14, m = 2). The active client starts from its own copy X_i, G_i = (1 − c)(X_i − u_i), x_i† = X_i − η_g (t − τ_i) G_i,
+the server sets x^{t+1} = (x_i† + k x^t)/(1 + k) and multicasts it to the active client only (τ_i ← t). With k = 0
+the clients never mix: |∇F(x^t)| → |u1 − u2|/2 (eq. 30) and the consensus error (1/2)Σ(X_i − X̄)² → ((u1 − u2)/2)².
+In general the iterates settle on a 2-cycle x = ū ± b (every echo t − τ_i = 2 once both clients have been active),
     b = |u1 − u2|/2 · g/(k + g),   g = η_g (1 − (1 − η)^s),   consensus → b²,
-so k = 0 keeps the full bias and k > 0 shrinks it by g/(k + g): with η = 0.001, s = 10 (the defaults; the paper
-does not state its η and s) k = 1 leaves |∇F| ≈ 0.99, the scale of Fig. 5b, and the consensus error ≈ 0.97."""
+so with η = 0.001, s = 10 (the defaults; the paper does not state its η and s) k = 1 leaves |∇F| ≈ 0.99, the scale
+of Fig. 5b, and the consensus error ≈ 0.97."""
 
 import numpy as np
 

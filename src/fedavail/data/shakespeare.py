@@ -211,11 +211,8 @@ def select_roles(roles: dict[str, list[str]], min_samples: int = MIN_SAMPLES, nu
     sizes = {}
     for cid, lines in roles.items():
         n = sum(len(normalize_line(line)) + 1 for line in lines)  # one sample per character and closing newline
-        if len(lines) < MIN_LINES or n < min_samples:
-            continue
-        num_train, test_start = split_point(n, train_fraction, seq_length)
-        if num_train >= 1 and test_start < n:
-            sizes[cid] = n
+        if len(lines) >= MIN_LINES and n >= min_samples and split_point(n, train_fraction, seq_length)[1] < n:
+            sizes[cid] = n  # split_point leaves at least one train sample: the test split is what may be empty
     if num_clients is not None:
         if num_clients > len(sizes):
             raise ValueError(f"num_clients={num_clients} but only {len(sizes)} roles have at least {min_samples} "

@@ -245,13 +245,9 @@ def save_partition(path: str | os.PathLike, part: Partition) -> None:
 
 def load_partition(path: str | os.PathLike) -> Partition:
     with reading(path, "partition"), np.load(path, allow_pickle=False) as data:
-        return Partition(
-            offsets=data["offsets"].astype(np.int64),
-            indices=data["indices"].astype(np.int64),
-            label_hist=data["label_hist"].astype(np.int64),
-            nu=data["nu"].astype(np.float64) if "nu" in data.files else None,
-            params=json.loads(str(data["params"])),
-        )
+        nu = data["nu"].astype(np.float64) if "nu" in data.files else None
+        return Partition(data["offsets"].astype(np.int64), data["indices"].astype(np.int64),
+                         data["label_hist"].astype(np.int64), nu, json.loads(str(data["params"])))
 
 
 def _entropy_nats(hist: np.ndarray) -> np.ndarray:

@@ -124,8 +124,7 @@ def locate(name: str, raw_dir: Path) -> list[Path]:
     """The paths of a dataset's raw files; DatasetError naming each missing one, its folder and its source."""
     raw_dir = Path(raw_dir)
     files = source(name).files
-    missing = [f for f in files if not (raw_dir / f.filename).is_file()]
-    if missing:
+    if missing := [f for f in files if not (raw_dir / f.filename).is_file()]:
         raise _missing_files_error(name, raw_dir, missing, "the prepare step does not download; run the download step")
     return [raw_dir / f.filename for f in files]
 
@@ -193,8 +192,7 @@ def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[
         return locate_placed(raw_dir)
     files = source(name).files
     expected = {f.filename: (checksums or {}).get(f.filename, f.md5) for f in files}
-    unknown = set(checksums or {}) - set(expected)
-    if unknown:
+    if unknown := set(checksums or {}) - set(expected):
         raise DatasetError(f"checksums given for files that {name!r} does not have: {sorted(unknown)}")
     present = [f for f in files if (raw_dir / f.filename).is_file()]
     missing = [f for f in files if f not in present]

@@ -84,9 +84,8 @@ def _cifar10(raw_dir: Path) -> dict:
                     batches[member.name.split("/")[-1]] = pickle.load(tar.extractfile(member), encoding="bytes")
     except (tarfile.TarError, OSError, EOFError, pickle.UnpicklingError) as error:
         raise DatasetError(f"{archive} is not a readable CIFAR-10 archive ({error})") from error
-    missing = sorted(b for b in (name.split("/")[-1] for name in wanted) if b not in batches)
-    if missing:
-        raise DatasetError(f"{archive} lacks {', '.join(f'{_CIFAR_FOLDER}/{m}' for m in missing)}")
+    if missing := sorted(wanted - {f"{_CIFAR_FOLDER}/{b}" for b in batches}):
+        raise DatasetError(f"{archive} lacks {', '.join(missing)}")
 
     def split(names):
         images = np.concatenate([np.asarray(batches[n][b"data"], dtype=np.uint8) for n in names])

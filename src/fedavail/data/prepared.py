@@ -30,8 +30,7 @@ class PreparedDataError(ValueError):
 
 def validate(data: dict) -> dict:
     """The dataset itself when it has the format above; PreparedDataError naming what is wrong otherwise."""
-    missing = [k for k in REQUIRED_KEYS if k not in data]
-    if missing:
+    if missing := [k for k in REQUIRED_KEYS if k not in data]:
         raise PreparedDataError(f"prepared dataset {data.get('name', '?')!r} lacks keys {missing}")
     for split in ("train", "test"):
         x, y = data[f"{split}_x"], data[f"{split}_y"]

@@ -98,8 +98,7 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
             continue
         if roles is None:
             continue
-        match = (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line)
-        if match:
+        if match := (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line):
             # Names appear in several casings (SIR TOBY, Sir Toby): LEAF upper-cases them.
             name = match.group(1).upper()
             if comedy_of_errors and name.startswith("ACT "):
@@ -109,8 +108,7 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
                 current = name
             continue
         if current is not None:
-            match = (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line)
-            if match:
+            if match := (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line):
                 if comedy_of_errors and match.group(1).startswith("<"):
                     current = None  # the file's copyright notices interrupt that play
                 else:

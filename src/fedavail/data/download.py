@@ -39,78 +39,40 @@ class DatasetSource:
 
 
 _FASHION_MNIST_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
+_SVHN_URL = "http://ufldl.stanford.edu/housenumbers/"
+_CINIC_URL = "https://datashare.ed.ac.uk/bitstream/handle/10283/3192/CINIC-10.tar.gz"
+_GUTENBERG_URL = "https://www.gutenberg.org/files/100/old/"
+
+
+def _raw(url: str, md5: str) -> RawFile:
+    """The raw file at url, named as the URL's last part."""
+    return RawFile(url.rsplit("/", 1)[1], (url,), md5)
+
 
 # Checksums of Fashion-MNIST, CIFAR-10 and SVHN are the ones torchvision's dataset classes verify against.
 DATASETS: dict[str, DatasetSource] = {
-    "fashion_mnist": DatasetSource(
-        "fashion_mnist",
-        tuple(
-            RawFile(filename, (_FASHION_MNIST_URL + filename,), md5)
-            for filename, md5 in (
-                ("train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
-                ("train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
-                ("t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
-                ("t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310"),
-            )
-        ),
-        "https://github.com/zalandoresearch/fashion-mnist",
-    ),
-    "cifar10": DatasetSource(
-        "cifar10",
-        (
-            RawFile(
-                "cifar-10-python.tar.gz",
-                ("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",),
-                "c58f30108f718f92721af3b95e74349a",
-            ),
-        ),
-        "https://www.cs.toronto.edu/~kriz/cifar.html",
-    ),
-    "svhn": DatasetSource(
-        "svhn",
-        (
-            RawFile(
-                "train_32x32.mat",
-                ("http://ufldl.stanford.edu/housenumbers/train_32x32.mat",),
-                "e26dedcc434d2e4c54c9b2d4a06d8373",
-            ),
-            RawFile(
-                "test_32x32.mat",
-                ("http://ufldl.stanford.edu/housenumbers/test_32x32.mat",),
-                "eb5a983be6a315427106f1b164d9cef3",
-            ),
-        ),
-        "http://ufldl.stanford.edu/housenumbers/",
-    ),
-    "cinic10": DatasetSource(
-        "cinic10",
-        (
-            RawFile(
-                "CINIC-10.tar.gz",
-                ("https://datashare.ed.ac.uk/bitstream/handle/10283/3192/CINIC-10.tar.gz",),
-                # The checksum published with the official archive on the Edinburgh DataShare record.
-                "6ee4d0c996905fe93221de577967a372",
-            ),
-        ),
-        "https://github.com/BayesWatch/cinic-10",
-    ),
-    "shakespeare_leaf": DatasetSource(
-        "shakespeare_leaf",
-        (
-            RawFile(
-                "1994-01-100.zip",
-                (
-                    "https://www.gutenberg.org/files/100/old/1994-01-100.zip",
-                    # Project Gutenberg has since moved the old release one folder down.
-                    "https://www.gutenberg.org/files/100/old/old/1994-01-100.zip",
-                ),
-                # Project Gutenberg publishes no checksum for this file, so it cannot be verified; prepare records
-                # the sha256 of the copy actually used in the prepared dataset's provenance instead.
-                None,
-            ),
-        ),
-        "https://github.com/TalwalkarLab/leaf/tree/master/data/shakespeare",
-    ),
+    "fashion_mnist": DatasetSource("fashion_mnist", (
+        _raw(_FASHION_MNIST_URL + "train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+        _raw(_FASHION_MNIST_URL + "train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
+        _raw(_FASHION_MNIST_URL + "t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
+        _raw(_FASHION_MNIST_URL + "t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310"),
+    ), "https://github.com/zalandoresearch/fashion-mnist"),
+    "cifar10": DatasetSource("cifar10", (
+        _raw("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a"),
+    ), "https://www.cs.toronto.edu/~kriz/cifar.html"),
+    "svhn": DatasetSource("svhn", (
+        _raw(_SVHN_URL + "train_32x32.mat", "e26dedcc434d2e4c54c9b2d4a06d8373"),
+        _raw(_SVHN_URL + "test_32x32.mat", "eb5a983be6a315427106f1b164d9cef3"),
+    ), _SVHN_URL),
+    # The checksum published with the official archive on the Edinburgh DataShare record.
+    "cinic10": DatasetSource("cinic10", (_raw(_CINIC_URL, "6ee4d0c996905fe93221de577967a372"),),
+                             "https://github.com/BayesWatch/cinic-10"),
+    # Project Gutenberg publishes no checksum for this file, so it cannot be verified; prepare records the sha256 of
+    # the copy actually used in the prepared dataset's provenance instead. Gutenberg has since moved the old release
+    # one folder down, the second URL.
+    "shakespeare_leaf": DatasetSource("shakespeare_leaf", (
+        RawFile("1994-01-100.zip", (_GUTENBERG_URL + "1994-01-100.zip", _GUTENBERG_URL + "old/1994-01-100.zip"), None),
+    ), "https://github.com/TalwalkarLab/leaf/tree/master/data/shakespeare"),
 }
 
 
@@ -136,11 +98,8 @@ def file_digests(path: Path) -> dict[str, str]:
 
 
 def _integrity_problem(path: Path, filename: str, md5: str | None) -> str | None:
-    """Why the file at path (to be named filename) cannot be trusted, or None if it can.
-
-    Without a published checksum a zip archive is still checked against the CRCs of its own members, which catches
-    truncated downloads.
-    """
+    """Why the file at path (to be named filename) cannot be trusted, or None if it can. Without a published checksum
+    a zip archive is still checked against the CRCs of its own members, which catches truncated downloads."""
     if md5 is not None:
         actual = file_digests(path)["md5"]
         return None if actual == md5 else f"checksum mismatch: md5 {actual}, expected {md5}"
@@ -165,8 +124,7 @@ def locate(name: str, raw_dir: Path) -> list[Path]:
     """The paths of a dataset's raw files; DatasetError naming each missing one, its folder and its source."""
     raw_dir = Path(raw_dir)
     files = source(name).files
-    missing = [f for f in files if not (raw_dir / f.filename).is_file()]
-    if missing:
+    if missing := [f for f in files if not (raw_dir / f.filename).is_file()]:
         raise _missing_files_error(name, raw_dir, missing, "the prepare step does not download; run the download step")
     return [raw_dir / f.filename for f in files]
 
@@ -218,42 +176,32 @@ def download_file(url: str, destination: Path, md5: str | None) -> None:
                 out.write(chunk)
         size = tmp.stat().st_size
         if expected_size is not None and size != int(expected_size):
-            raise DatasetError(
-                f"partial download of {destination.name} from {url}: got {size} of {expected_size} bytes; "
-                f"nothing was kept, run the download again"
-            )
+            raise DatasetError(f"partial download of {destination.name} from {url}: got {size} of {expected_size} "
+                               f"bytes; nothing was kept, run the download again")
         if problem := _integrity_problem(tmp, destination.name, md5):
             raise DatasetError(f"{destination.name} downloaded from {url} is corrupt ({problem}); nothing was kept")
 
 
-def _verify_or_remove(path: Path, md5: str | None) -> None:
-    if problem := _integrity_problem(path, path.name, md5):
-        path.unlink()
-        raise DatasetError(
-            f"{path} is corrupt or a partial download ({problem}). It has been removed; download it again or place "
-            f"a good copy there."
-        )
-
-
 def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[str, str] | None = None) -> list[Path]:
-    """Make the raw files of dataset `name` present and verified in raw_dir; return their paths.
-
-    Files already present are verified and never re-downloaded. `checksums` ({filename: md5}) overrides the expected
-    md5 of the named files (tests use it with miniature files). LEAF's JSON files are only looked for.
-    """
+    """Make the raw files of dataset `name` present and verified in raw_dir; return their paths. Files already
+    present are verified and never re-downloaded. `checksums` ({filename: md5}) overrides the expected md5 of the
+    named files (tests use it with miniature files)."""
     raw_dir = Path(raw_dir)
     if name == PLACED_BY_HAND:
         # LEAF's own scripts write these files: there is nothing to download, only to find them where they were put.
         return locate_placed(raw_dir)
     files = source(name).files
     expected = {f.filename: (checksums or {}).get(f.filename, f.md5) for f in files}
-    unknown = set(checksums or {}) - set(expected)
-    if unknown:
+    if unknown := set(checksums or {}) - set(expected):
         raise DatasetError(f"checksums given for files that {name!r} does not have: {sorted(unknown)}")
     present = [f for f in files if (raw_dir / f.filename).is_file()]
     missing = [f for f in files if f not in present]
     for f in present:
-        _verify_or_remove(raw_dir / f.filename, expected[f.filename])
+        path = raw_dir / f.filename
+        if problem := _integrity_problem(path, f.filename, expected[f.filename]):
+            path.unlink()
+            raise DatasetError(f"{path} is corrupt or a partial download ({problem}). It has been removed; download it "
+                               f"again or place a good copy there.")
     if missing and not allow_network:
         raise _missing_files_error(name, raw_dir, missing, "network access is disabled")
     for f in missing:

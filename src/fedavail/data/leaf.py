@@ -8,18 +8,16 @@ in its data/train/ and data/test/ folders), each
 
 Dataset `shakespeare_leaf_json` reads them from data/raw/shakespeare_leaf_json/ (any depth below it): one client per
 LEAF user (the natural partition), in the order of the train file's `users`, with LEAF's train/test split as it is;
-token ids are positions in LEAF's 80-character alphabet, so the Char-LSTM has LEAF's 80 classes. The samples are
-stored in the compact text format of fedavail.data.prepared: consecutive windows of a user that overlap in all but
-one character share one token stream."""
+token ids are positions in LEAF's 80-character alphabet, so the Char-LSTM has LEAF's 80 classes."""
 
 import json
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from fedavail.data import download
 from fedavail.data.download import DatasetError, file_digests
+from fedavail.data.prepared import text_dataset
 from fedavail.data.shakespeare import ALL_LETTERS
 from fedavail.plan.config import shorten
 
@@ -46,10 +44,6 @@ def _as_dict(path: Path, value, lists: str) -> dict | None:
     return result
 
 
-def _is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[str]]]]:
     """(users in file order, {user: (x strings, y characters)}) of one LEAF JSON file, checked per user (the
     samples themselves are checked in _check_sample)."""
@@ -69,7 +63,7 @@ def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[s
         if user in listed:
             raise DatasetError(f"{path}: 'users' lists user {shorten(user)} twice")
         listed.add(user)
-    if not isinstance(counts, list) or len(counts) != len(users) or not all(_is_count(c) for c in counts):
+    if not isinstance(counts, list) or len(counts) != len(users) or not all(type(c) is int and c >= 0 for c in counts):
         raise DatasetError(f"{path}: 'num_samples' must hold one sample count per user ({len(users)})")
     if user_data is None:
         raise DatasetError(f"{path}: 'user_data' must be a JSON object holding each user's samples")
@@ -77,54 +71,45 @@ def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[s
         raise DatasetError(f"{path}: 'user_data' holds user {shorten(unlisted)}, which 'users' does not list")
     samples = {}
     for user, count in zip(users, counts):
+        who = f"{path}: user {shorten(user)}"
         if user not in user_data:
-            raise DatasetError(f"{path}: user {shorten(user)} is listed in 'users' but has no entry in 'user_data'")
+            raise DatasetError(f"{who} is listed in 'users' but has no entry in 'user_data'")
         entry = _as_dict(path, user_data[user], f"the 'user_data' entry of user {shorten(user)} lists key")
         if entry is None or not {"x", "y"} <= set(entry):
-            raise DatasetError(f"{path}: user {shorten(user)}: its 'user_data' entry must be a JSON object with 'x' "
-                               f"and 'y'")
+            raise DatasetError(f"{who}: its 'user_data' entry must be a JSON object with 'x' and 'y'")
         for key in ("x", "y"):
             if not isinstance(entry[key], list):
-                raise DatasetError(f"{path}: user {shorten(user)}: {key!r} must be a list of strings, got "
-                                   f"{shorten(entry[key])}")
+                raise DatasetError(f"{who}: {key!r} must be a list of strings, got {shorten(entry[key])}")
         xs, ys = entry["x"], entry["y"]
         if len(xs) != len(ys):
-            raise DatasetError(f"{path}: user {shorten(user)} has {len(xs)} samples in 'x' but {len(ys)} targets "
-                               f"in 'y'")
+            raise DatasetError(f"{who} has {len(xs)} samples in 'x' but {len(ys)} targets in 'y'")
         if len(xs) != count:
-            raise DatasetError(f"{path}: user {shorten(user)} has {len(xs)} samples but 'num_samples' records "
-                               f"{count}")
+            raise DatasetError(f"{who} has {len(xs)} samples but 'num_samples' records {count}")
         samples[user] = (xs, ys)
     return users, samples
 
 
-def _check_sample(path: Path, user: str, index: int, x, y, seq_length: int) -> None:
+def _check_sample(who: str, index: int, x, y, seq_length: int) -> None:
     if not isinstance(x, str) or len(x) != seq_length:
-        raise DatasetError(f"{path}: user {shorten(user)} sample {index}: x must be a {seq_length}-character string "
-                           f"(the length of the first train sample), got {shorten(x)}")
+        raise DatasetError(f"{who} sample {index}: x must be a {seq_length}-character string (the length of the first "
+                           f"train sample), got {shorten(x)}")
     if not isinstance(y, str) or len(y) != 1:
-        raise DatasetError(f"{path}: user {shorten(user)} sample {index}: y must be one character, got {shorten(y)}")
-    unknown = sorted(set(x + y) - set(ALL_LETTERS))
-    if unknown:
-        raise DatasetError(f"{path}: user {shorten(user)} sample {index}: characters {shorten(unknown)} are outside "
-                           f"LEAF's 80-character alphabet")
+        raise DatasetError(f"{who} sample {index}: y must be one character, got {shorten(y)}")
+    if unknown := sorted(set(x + y) - set(ALL_LETTERS)):
+        raise DatasetError(f"{who} sample {index}: characters {shorten(unknown)} are outside LEAF's 80-character "
+                           f"alphabet")
 
 
 def _compact(path: Path, user: str, xs: list[str], ys: list[str], seq_length: int) -> tuple[str, list[int], str]:
-    """(token text, window starts, targets) of one user's samples: a window that extends the previous one by a
-    character appends that character only."""
-    chunks, starts, length, previous = [], [], 0, None
+    """(token text, window starts, targets) of one user's samples. The text always ends with the last window, so a
+    window that extends the previous one by a character appends that character only."""
+    chunks, starts, length, who = [], [], 0, f"{path}: user {shorten(user)}"
     for index, (x, y) in enumerate(zip(xs, ys)):
-        _check_sample(path, user, index, x, y, seq_length)
-        if previous is not None and starts[-1] + seq_length == length and x[:-1] == previous[1:]:
-            chunks.append(x[-1])
-            starts.append(starts[-1] + 1)
-            length += 1
-        else:
-            chunks.append(x)
-            starts.append(length)
-            length += seq_length
-        previous = x
+        _check_sample(who, index, x, y, seq_length)
+        chunk = x[-1] if index and x[:-1] == xs[index - 1][1:] else x
+        chunks.append(chunk)
+        length += len(chunk)
+        starts.append(length - seq_length)
     return "".join(chunks), starts, "".join(ys)
 
 
@@ -161,17 +146,7 @@ def prepare(raw_dir: Path, options: dict) -> dict:
             parts[f"{split}_groups"].append(np.full(len(starts), group, dtype=np.int64))
             texts.append(text)
             offset += len(text)
-    tensors = {key: torch.from_numpy(np.concatenate(values)) for key, values in parts.items()}
-    return {
-        "name": NAME,
-        "kind": "text",
-        "num_classes": len(ALL_LETTERS),
-        "vocab": ALL_LETTERS,
-        "seq_length": seq_length,
-        **tensors,
-        "text": torch.from_numpy(_ids("".join(texts))),
-        "group_names": list(users),
-        "meta": {"source": f"LEAF's Shakespeare JSON ({train_path.name}, {test_path.name})",
-                 "files": {p.name: file_digests(p) for p in (train_path, test_path)}, "seq_length": seq_length,
-                 "num_clients": len(users)},
-    }
+    meta = {"source": f"LEAF's Shakespeare JSON ({train_path.name}, {test_path.name})",
+            "files": {p.name: file_digests(p) for p in (train_path, test_path)}, "seq_length": seq_length,
+            "num_clients": len(users)}
+    return text_dataset(NAME, ALL_LETTERS, seq_length, parts, _ids("".join(texts)), list(users), meta)

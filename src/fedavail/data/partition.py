@@ -2,29 +2,16 @@
 
 A partition is stored as CSR (client i holds indices[offsets[i]:offsets[i+1]], sorted ascending), with the
 per-client label histogram, the client class mix ν_i where the scheme draws one (FedSWE's availability
-p_i = <ν_i, φ> needs it), and the spec that made it.
+p_i = <ν_i, φ> needs it), and the spec that made it. Every scheme (fedavail.plan.partitions) assigns each train sample
+at most once, the Dirichlet schemes exactly once.
 
-Schemes (spec["scheme"]); every one assigns each train sample at most once, and the Dirichlet schemes exactly once:
-- "client_dirichlet" (FedSWE, Hsu et al. 2019): ν_i ~ Dir(α·1_C) per client, client sizes N/m (differing by at
-  most one), client i's per-class counts are the largest-remainder rounding of ν_i·n_i.
-  `allocation: "class_proportional"` instead splits every class among clients in proportion to ν_{i,c}/Σ_j ν_{j,c},
-  the rule of the FedAWE/FedAU code (unequal client sizes).
-- "balanced_dirichlet" (FAST via FedLab's `client_inner_dirichlet_partition`, from FedDyn): sizes N/m, every sample's
-  class drawn from ν_i ~ Dir(α·1_C), so per-class counts are multinomial rather than rounded.
-- "hetero_dirichlet" (FedLab's `hetero_dir_partition`, FAST's Fashion-MNIST code): per class, shares ~ Dir(α·1_m)
-  renormalised over the clients that hold fewer than N/m samples, redrawn until every client holds min_size samples
-  (`_hetero_dirichlet`; after `max_retries` attempts an error names α, the seed and the limit).
-- "two_group" (FedSWE §7.1): clients [0, m//2) hold only classes [0, C//2), the others only the remaining classes;
-  client_dirichlet inside each group (ν_i is zero outside the group's classes).
-- "natural": one client per natural group id (`groups`, e.g. a Shakespeare role); `num_clients` optionally keeps only
-  that many groups, the ones with the most samples.
-
-Class-pool exhaustion (the Dirichlet schemes with equal sizes): demands are granted in passes. In a pass every client
-asks for its unmet count over the classes that still have samples; a class asked for more than it has grants its
-samples to a uniformly random subset of the asked units (a multivariate hypergeometric draw, i.e. FedLab's random
-order of per-sample draws); a client's refused units are asked again in the next pass from ν_i renormalised over the
-classes still available. If ν_i has no mass left there (small α underflows to exact zeros), the refused units follow
-the remaining class pool sizes instead. Each pass either satisfies everyone or empties a class, so at most C passes run.
+Class-pool exhaustion (client_dirichlet with equal sizes, balanced_dirichlet): demands are granted in passes. In a pass
+every client asks for its unmet count over the classes that still have samples; a class asked for more than it has
+grants its samples to a uniformly random subset of the asked units (a multivariate hypergeometric draw, i.e. FedLab's
+random order of per-sample draws); a client's refused units are asked again in the next pass from ν_i renormalised
+over the classes still available. If ν_i has no mass left there (small α underflows to exact zeros), the refused units
+follow the remaining class pool sizes instead. Each pass either satisfies everyone or empties a class, so at most C
+passes run.
 """
 
 import json
@@ -68,17 +55,14 @@ class Partition:
         return self.indices[self.offsets[i] : self.offsets[i + 1]]
 
 
-# ---------------------------------------------------------------- making partitions
-
 # How each scheme (fedavail.plan.partitions.PARTITION_SCHEMES, same names) splits the samples: a function of the labels,
 # the partition's generator, the per-sample group ids and its params (its full spec with seed and num_classes), taking
 # the settings it reads as keywords, returning (owner[j]: the client of sample j or -1, ν [m, C] or None).
 SPLITS = Registry("partition spec key 'scheme'")
 
 
-def make_partition(
-    labels: np.ndarray, num_classes: int, spec: dict, seed: int, groups: np.ndarray | None = None
-) -> Partition:
+def make_partition(labels: np.ndarray, num_classes: int, spec: dict, seed: int,
+                   groups: np.ndarray | None = None) -> Partition:
     """Split the train samples with these labels among clients as `spec` says; randomness from (seed, "partition")."""
     scheme = resolve_partition(spec).for_classes(num_classes)
     labels = np.asarray(labels, dtype=np.int64)
@@ -91,25 +75,13 @@ def make_partition(
         raise ValueError(f"partition spec key 'num_clients': {m} clients but only {labels.size} samples")
     owner, nu = SPLITS[spec["scheme"]](labels, numpy_generator(seed, "partition"), groups=groups, **params)
     m = int(owner.max()) + 1 if m is None else m
-    return _from_owner(owner, m, labels, num_classes, nu, params)
-
-
-def _from_owner(owner: np.ndarray, m: int, labels: np.ndarray, num_classes: int, nu, params: dict) -> Partition:
-    """CSR from owner[j] = client of sample j (-1 = unassigned); indices sorted ascending within a client."""
-    assigned = np.flatnonzero(owner >= 0)
-    order = np.argsort(owner[assigned], kind="stable")  # stable keeps sample indices ascending per client
-    indices = assigned[order].astype(np.int64)
-    sizes = np.bincount(owner[assigned], minlength=m)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    assigned = np.flatnonzero(owner >= 0)  # owner[j] = -1: sample j unassigned
+    indices = assigned[np.argsort(owner[assigned], kind="stable")]  # stable: ascending sample indices per client
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(owner[assigned], minlength=m))]).astype(np.int64)
     label_hist = np.zeros((m, num_classes), dtype=np.int64)
     np.add.at(label_hist, (owner[assigned], labels[assigned]), 1)
-    return Partition(offsets, indices, label_hist, None if nu is None else np.asarray(nu, np.float64), params)
-
-
-def _equal_sizes(total: int, m: int) -> np.ndarray:
-    sizes = np.full(m, total // m, dtype=np.int64)
-    sizes[: total % m] += 1
-    return sizes
+    return Partition(offsets, indices.astype(np.int64), label_hist, None if nu is None else np.asarray(nu, np.float64),
+                     params)
 
 
 def _round_rows(weights: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -133,9 +105,8 @@ def _owners_from_counts(labels: np.ndarray, counts: np.ndarray, rng: np.random.G
     return owner
 
 
-def _fill_quotas(
-    need: np.ndarray, supply: np.ndarray, nu: np.ndarray, rng: np.random.Generator, multinomial: bool
-) -> np.ndarray:
+def _fill_quotas(need: np.ndarray, supply: np.ndarray, nu: np.ndarray, rng: np.random.Generator,
+                 multinomial: bool) -> np.ndarray:
     """counts[i, c] with rows summing to need and columns to at most supply (module docstring: exhaustion passes)."""
     counts = np.zeros_like(nu, dtype=np.int64)
     need, supply = need.copy(), supply.copy()
@@ -146,10 +117,7 @@ def _fill_quotas(
         # A client whose ν_i is (numerically) zero on every open class follows the remaining pool sizes.
         weights = np.where(mass > 0, weights, supply * open_classes)
         weights = weights / weights.sum(axis=1, keepdims=True)
-        if multinomial:
-            demand = rng.multinomial(need, weights)
-        else:
-            demand = _round_rows(weights, need)
+        demand = rng.multinomial(need, weights) if multinomial else _round_rows(weights, need)
         granted = demand.copy()
         for c in np.flatnonzero(demand.sum(axis=0) > supply):
             granted[:, c] = rng.multivariate_hypergeometric(demand[:, c], supply[c])
@@ -159,8 +127,12 @@ def _fill_quotas(
     return counts
 
 
-@SPLITS.add("client_dirichlet")
-def _client_dirichlet(labels, rng, *, num_classes, num_clients, alpha, allocation, **_):
+@SPLITS.add("client_dirichlet", "balanced_dirichlet")
+def _dirichlet(labels, rng, *, scheme, num_classes, num_clients, alpha, allocation="equal", **_):
+    """ν_i ~ Dir(α·1_C) per client. client_dirichlet (FedSWE, Hsu et al. 2019): sizes N/m (differing by at most one),
+    client i's per-class counts the largest-remainder rounding of ν_i·n_i. balanced_dirichlet (FAST via FedLab's
+    client_inner_dirichlet_partition, from FedDyn): sizes N/m, every sample's class drawn from ν_i, so the counts are
+    multinomial."""
     m = num_clients
     nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=m)
     supply = np.bincount(labels, minlength=num_classes)
@@ -174,38 +146,29 @@ def _client_dirichlet(labels, rng, *, num_classes, num_clients, alpha, allocatio
         ends = np.round(supply * cumulative).astype(np.int64)
         counts = np.diff(np.vstack([np.zeros((1, num_classes), dtype=np.int64), ends]), axis=0)
     else:
-        counts = _fill_quotas(_equal_sizes(labels.size, m), supply, nu, rng, multinomial=False)
-    return _owners_from_counts(labels, counts, rng), nu
-
-
-@SPLITS.add("balanced_dirichlet")
-def _balanced_dirichlet(labels, rng, *, num_classes, num_clients, alpha, **_):
-    nu = rng.dirichlet(np.full(num_classes, float(alpha)), size=num_clients)
-    supply = np.bincount(labels, minlength=num_classes)
-    counts = _fill_quotas(_equal_sizes(labels.size, num_clients), supply, nu, rng, multinomial=True)
+        sizes = np.full(m, labels.size // m, dtype=np.int64)
+        sizes[: labels.size % m] += 1
+        counts = _fill_quotas(sizes, supply, nu, rng, multinomial=scheme == "balanced_dirichlet")
     return _owners_from_counts(labels, counts, rng), nu
 
 
 @SPLITS.add("two_group")
 def _two_group(labels, rng, *, num_classes, num_clients, alpha, allocation, **_):
+    """FedSWE §7.1: clients [0, m//2) hold only classes [0, C//2), the others the rest; client_dirichlet inside each
+    group (ν_i is zero outside the group's classes)."""
     if num_classes < 2:
         raise ValueError("partition scheme 'two_group' needs at least 2 classes")
-    m = num_clients
-    first_clients, first_classes = m // 2, num_classes // 2
     owner = np.full(labels.size, -1, dtype=np.int64)
-    nu = np.zeros((m, num_classes))
-    for clients, classes in (
-        (np.arange(first_clients), np.arange(first_classes)),
-        (np.arange(first_clients, m), np.arange(first_classes, num_classes)),
-    ):
+    nu = np.zeros((num_clients, num_classes))
+    client_halves = np.split(np.arange(num_clients), [num_clients // 2])
+    for clients, classes in zip(client_halves, np.split(np.arange(num_classes), [num_classes // 2])):
         members = np.flatnonzero((labels >= classes[0]) & (labels <= classes[-1]))
         if members.size < clients.size:
-            raise ValueError(
-                f"partition spec key 'num_clients': a group of {clients.size} clients has {members.size} samples"
-            )
+            raise ValueError(f"partition spec key 'num_clients': a group of {clients.size} clients has "
+                             f"{members.size} samples")
         group_labels = labels[members] - classes[0]
-        group_owner, group_nu = _client_dirichlet(group_labels, rng, num_classes=classes.size,
-                                                  num_clients=clients.size, alpha=alpha, allocation=allocation)
+        group_owner, group_nu = _dirichlet(group_labels, rng, scheme="client_dirichlet", num_classes=classes.size,
+                                           num_clients=clients.size, alpha=alpha, allocation=allocation)
         owner[members] = clients[0] + group_owner
         nu[np.ix_(clients, classes)] = group_nu
     return owner, nu
@@ -253,6 +216,7 @@ def _hetero_dirichlet_counts(supply, m, alpha, cap, rng) -> np.ndarray | None:
 
 @SPLITS.add("natural")
 def _natural(labels, rng, *, groups, num_clients, **_):
+    """One client per natural group id (a Shakespeare role); with num_clients, only the groups with most samples."""
     if groups is None:
         raise ValueError("partition scheme 'natural' needs per-sample group ids (the dataset's train_groups)")
     groups = np.asarray(groups, dtype=np.int64)
@@ -274,33 +238,17 @@ def _natural(labels, rng, *, groups, num_clients, **_):
     return owner, None
 
 
-# ---------------------------------------------------------------- files
-
-
 def save_partition(path: str | os.PathLike, part: Partition) -> None:
-    arrays = {
-        "offsets": part.offsets,
-        "indices": part.indices,
-        "label_hist": part.label_hist,
-        "params": np.array(json.dumps(part.params, sort_keys=True)),
-    }
-    if part.nu is not None:
-        arrays["nu"] = part.nu
-    write_npz(path, arrays)
+    arrays = {"offsets": part.offsets, "indices": part.indices, "label_hist": part.label_hist,
+              "params": np.array(json.dumps(part.params, sort_keys=True))}
+    write_npz(path, arrays if part.nu is None else {**arrays, "nu": part.nu})
 
 
 def load_partition(path: str | os.PathLike) -> Partition:
     with reading(path, "partition"), np.load(path, allow_pickle=False) as data:
-        return Partition(
-            offsets=data["offsets"].astype(np.int64),
-            indices=data["indices"].astype(np.int64),
-            label_hist=data["label_hist"].astype(np.int64),
-            nu=data["nu"].astype(np.float64) if "nu" in data.files else None,
-            params=json.loads(str(data["params"])),
-        )
-
-
-# ---------------------------------------------------------------- statistics and figure
+        nu = data["nu"].astype(np.float64) if "nu" in data.files else None
+        return Partition(data["offsets"].astype(np.int64), data["indices"].astype(np.int64),
+                         data["label_hist"].astype(np.int64), nu, json.loads(str(data["params"])))
 
 
 def _entropy_nats(hist: np.ndarray) -> np.ndarray:
@@ -317,16 +265,9 @@ def partition_stats(part: Partition) -> "pd.DataFrame":
     hist = part.label_hist
     sizes = part.sizes
     dominant = hist.argmax(axis=1)
-    stats = pd.DataFrame(
-        {
-            "client": np.arange(part.num_clients),
-            "size": sizes,
-            "num_classes": (hist > 0).sum(axis=1),
-            "label_entropy": _entropy_nats(hist),
-            "dominant_class": dominant,
-            "dominant_share": hist[np.arange(part.num_clients), dominant] / np.maximum(sizes, 1),
-        }
-    )
+    stats = pd.DataFrame({"client": np.arange(part.num_clients), "size": sizes, "num_classes": (hist > 0).sum(axis=1),
+                          "label_entropy": _entropy_nats(hist), "dominant_class": dominant,
+                          "dominant_share": hist[np.arange(part.num_clients), dominant] / np.maximum(sizes, 1)})
     if part.nu is not None:
         stats["nu_entropy"] = _entropy_nats(part.nu)
     return stats
@@ -349,12 +290,9 @@ def plot_partition(part: Partition, path: str | os.PathLike, max_clients: int = 
     # Marker area in points^2 with the biggest possible bubble (share 1) about one row tall.
     row_points = 72 * (height - 1.0) / max(shown, 1)
     ax.scatter(klass, client, s=share[client, klass] * (0.95 * row_points) ** 2, alpha=0.7, color="tab:blue", lw=0)
-    ax.set_xlim(-0.7, part.num_classes - 0.3)
-    ax.set_ylim(shown - 0.5, -0.5)
-    ax.set_xlabel("class")
-    ax.set_ylabel("client")
-    ax.set_yticks(np.arange(0, shown, max(1, shown // 20)))
-    ax.set_xticks(np.arange(0, part.num_classes, max(1, part.num_classes // 20)))
+    ax.set(xlim=(-0.7, part.num_classes - 0.3), ylim=(shown - 0.5, -0.5), xlabel="class", ylabel="client",
+           yticks=np.arange(0, shown, max(1, shown // 20)),
+           xticks=np.arange(0, part.num_classes, max(1, part.num_classes // 20)))
     title = f"{part.params.get('scheme')} α={part.params.get('alpha', '-')}, {part.num_clients} clients"
     ax.set_title(title if shown == part.num_clients else f"{title} (first {shown} shown)", fontsize=10)
     ax.grid(alpha=0.3)

@@ -18,7 +18,7 @@ from PIL import Image
 from fedavail.data import bundled, download, leaf
 from fedavail.data import shakespeare as shk
 from fedavail.data.download import DatasetError
-from fedavail.data.prepared import channel_stats
+from fedavail.data.prepared import image_dataset
 
 _IDX_UBYTE_IMAGES, _IDX_UBYTE_LABELS = 0x00000803, 0x00000801
 _CIFAR_FOLDER = "cifar-10-batches-py"
@@ -29,29 +29,12 @@ FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", 
 SVHN_CLASSES = tuple(str(d) for d in range(10))
 
 
-def _provenance(paths: list[Path]) -> dict:
-    return {"files": {p.name: download.file_digests(p) for p in paths}}
+def _meta(source: str, paths: list[Path]) -> dict:
+    return {"source": source, "files": {p.name: download.file_digests(p) for p in paths}}
 
 
 def _image_dataset(name: str, train: tuple, test: tuple, classes, meta: dict) -> dict:
-    (train_x, train_y), (test_x, test_y) = train, test
-    mean, std = channel_stats(train_x)
-    return {
-        "name": name,
-        "kind": "image",
-        "num_classes": len(classes),
-        "classes": list(classes),
-        "train_x": train_x,
-        "train_y": train_y,
-        "test_x": test_x,
-        "test_y": test_y,
-        "mean": mean,
-        "std": std,
-        "meta": meta,
-    }
-
-
-# --- Fashion-MNIST: idx-ubyte files, gzip-compressed -----------------------------------------------------------------
+    return image_dataset(name, len(classes), train, test, meta, classes=list(classes))
 
 
 def read_idx_gz(path: Path, magic: int) -> np.ndarray:
@@ -74,24 +57,22 @@ def read_idx_gz(path: Path, magic: int) -> np.ndarray:
 
 
 def _fashion_mnist(raw_dir: Path) -> dict:
+    """Fashion-MNIST: gzip-compressed idx-ubyte files."""
     paths = download.locate("fashion_mnist", raw_dir)
-    by_name = {p.name: p for p in paths}
 
     def split(prefix: str):
-        images = read_idx_gz(by_name[f"{prefix}-images-idx3-ubyte.gz"], _IDX_UBYTE_IMAGES)
-        labels = read_idx_gz(by_name[f"{prefix}-labels-idx1-ubyte.gz"], _IDX_UBYTE_LABELS)
+        images = read_idx_gz(raw_dir / f"{prefix}-images-idx3-ubyte.gz", _IDX_UBYTE_IMAGES)
+        labels = read_idx_gz(raw_dir / f"{prefix}-labels-idx1-ubyte.gz", _IDX_UBYTE_LABELS)
         if len(images) != len(labels):
             raise DatasetError(f"Fashion-MNIST {prefix}: {len(images)} images but {len(labels)} labels")
         return torch.from_numpy(images.copy()).unsqueeze(1), torch.from_numpy(labels.astype(np.int64))
 
     return _image_dataset("fashion_mnist", split("train"), split("t10k"), FASHION_MNIST_CLASSES,
-                          {"source": "Fashion-MNIST idx-ubyte files", **_provenance(paths)})
-
-
-# --- CIFAR-10: python pickle batches inside the tar.gz ---------------------------------------------------------------
+                          _meta("Fashion-MNIST idx-ubyte files", paths))
 
 
 def _cifar10(raw_dir: Path) -> dict:
+    """CIFAR-10: python pickle batches inside the tar.gz."""
     (archive,) = download.locate("cifar10", raw_dir)
     wanted = {f"{_CIFAR_FOLDER}/{b}" for b in (*_CIFAR_TRAIN_BATCHES, "test_batch", "batches.meta")}
     batches = {}
@@ -103,9 +84,8 @@ def _cifar10(raw_dir: Path) -> dict:
                     batches[member.name.split("/")[-1]] = pickle.load(tar.extractfile(member), encoding="bytes")
     except (tarfile.TarError, OSError, EOFError, pickle.UnpicklingError) as error:
         raise DatasetError(f"{archive} is not a readable CIFAR-10 archive ({error})") from error
-    missing = sorted(b for b in (name.split("/")[-1] for name in wanted) if b not in batches)
-    if missing:
-        raise DatasetError(f"{archive} lacks {', '.join(f'{_CIFAR_FOLDER}/{m}' for m in missing)}")
+    if missing := sorted(wanted - {f"{_CIFAR_FOLDER}/{b}" for b in batches}):
+        raise DatasetError(f"{archive} lacks {', '.join(missing)}")
 
     def split(names):
         images = np.concatenate([np.asarray(batches[n][b"data"], dtype=np.uint8) for n in names])
@@ -114,13 +94,11 @@ def _cifar10(raw_dir: Path) -> dict:
 
     classes = [c.decode() for c in batches["batches.meta"][b"label_names"]]
     return _image_dataset("cifar10", split(_CIFAR_TRAIN_BATCHES), split(("test_batch",)), classes,
-                          {"source": "CIFAR-10 python version", **_provenance([archive])})
-
-
-# --- SVHN: MATLAB files, X [32, 32, 3, N], y [N, 1] with the digit 0 labelled 10 -------------------------------------
+                          _meta("CIFAR-10 python version", [archive]))
 
 
 def _svhn_split(path: Path):
+    """One SVHN MATLAB file: X [32, 32, 3, N], y [N, 1] with the digit 0 labelled 10."""
     try:
         mat = scipy.io.loadmat(path)
     except (ValueError, OSError, TypeError) as error:
@@ -135,13 +113,11 @@ def _svhn_split(path: Path):
 def _svhn(raw_dir: Path) -> dict:
     train_path, test_path = download.locate("svhn", raw_dir)
     return _image_dataset("svhn", _svhn_split(train_path), _svhn_split(test_path), SVHN_CLASSES,
-                          {"source": "SVHN cropped digits (format 2)", **_provenance([train_path, test_path])})
-
-
-# --- CINIC-10: ImageFolder tree of 32x32 PNGs (train/valid/test/<class>/<file>.png) in a tar.gz ----------------------
+                          _meta("SVHN cropped digits (format 2)", [train_path, test_path]))
 
 
 def _cinic10(raw_dir: Path) -> dict:
+    """CINIC-10: an ImageFolder tree of 32x32 PNGs (train/valid/test/<class>/<file>.png) in a tar.gz."""
     (archive,) = download.locate("cinic10", raw_dir)
     found = {split: [] for split in _CINIC_SPLITS}  # folder -> [(class, filename, image)]
     try:
@@ -175,14 +151,11 @@ def _cinic10(raw_dir: Path) -> dict:
         return torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels)
 
     return _image_dataset("cinic10", split("train"), split("test"), classes,
-                          {"source": "CINIC-10 (train split for training, test split for testing)",
-                           **_provenance([archive])})
-
-
-# --- Shakespeare (LEAF): the 1994 Gutenberg complete works in a zip --------------------------------------------------
+                          _meta("CINIC-10 (train split for training, test split for testing)", [archive]))
 
 
 def _shakespeare_leaf(raw_dir: Path, options: dict) -> dict:
+    """Shakespeare built the LEAF way from the 1994 Gutenberg complete works in a zip."""
     (archive,) = download.locate("shakespeare_leaf", raw_dir)
     try:
         with zipfile.ZipFile(archive) as zf:
@@ -191,48 +164,37 @@ def _shakespeare_leaf(raw_dir: Path, options: dict) -> dict:
                 raise DatasetError(f"{archive} should hold one .txt file (100.txt), found {texts}")
             text = zf.read(texts[0]).decode("utf-8", errors="replace")
     except (zipfile.BadZipFile, OSError, EOFError) as error:
-        message = f"{archive} is not a readable zip file ({error}); remove it and download it again"
-        raise DatasetError(message) from error
-    roles = shk.parse_complete_works(text)
-    meta = {"source": f"Project Gutenberg complete works ({archive.name}: {texts[0]}), LEAF construction",
-            **_provenance([archive])}
-    return shk.build_text_dataset("shakespeare_leaf", roles, options, meta)
+        raise DatasetError(f"{archive} is not a readable zip file ({error}); remove it and download it "
+                           f"again") from error
+    meta = _meta(f"Project Gutenberg complete works ({archive.name}: {texts[0]}), LEAF construction", [archive])
+    return shk.build_text_dataset("shakespeare_leaf", shk.parse_complete_works(text), options, meta)
 
 
-# Every raw preparer takes (raw_dir, options); only the text dataset has options.
-_RAW_PREPARERS = {
-    "fashion_mnist": lambda raw_dir, options: _fashion_mnist(raw_dir),
-    "cifar10": lambda raw_dir, options: _cifar10(raw_dir),
-    "svhn": lambda raw_dir, options: _svhn(raw_dir),
-    "cinic10": lambda raw_dir, options: _cinic10(raw_dir),
-    "shakespeare_leaf": _shakespeare_leaf,
-    leaf.NAME: leaf.prepare,
-}
+_IMAGE_PREPARERS = {"fashion_mnist": _fashion_mnist, "cifar10": _cifar10, "svhn": _svhn, "cinic10": _cinic10}
+_TEXT_PREPARERS = {"shakespeare_leaf": _shakespeare_leaf, leaf.NAME: leaf.prepare}  # the raw datasets with options
 _BUNDLED_PREPARERS = {
     "mnist5k": lambda options: bundled.mnist5k(),
     "digits": lambda options: bundled.digits(),
     "shakespeare": bundled.shakespeare,
 }
-RAW_DATASETS = tuple(_RAW_PREPARERS)
+RAW_DATASETS = (*_IMAGE_PREPARERS, *_TEXT_PREPARERS)
 BUNDLED_DATASETS = tuple(_BUNDLED_PREPARERS)
 
 
 def prepare(name: str, raw_dir: Path | None, options: dict, checksums: dict[str, str] | None = None) -> dict:
-    """The prepared dict of dataset `name` (save it with fedavail.data.prepared.save_prepared).
-
-    Raw datasets read their files from raw_dir, which the download step filled and verified; bundled datasets ignore
-    raw_dir. options (the Gutenberg-built Shakespeare datasets only): seq_length, min_samples, num_clients,
-    train_fraction; see fedavail.data.shakespeare.build_text_dataset. LEAF's own JSON files (fedavail.data.leaf) take
-    none. Raw files are checked against their published checksums before anything reads them (`checksums`
-    {filename: md5} overrides them, for miniature test files).
-    """
+    """The prepared dict of dataset `name`. Raw datasets read their files from raw_dir (bundled ones ignore it),
+    checked against their published checksums before anything reads them (`checksums` {filename: md5} overrides
+    them, for miniature test files). Only the Gutenberg-built Shakespeare datasets take options
+    (fedavail.data.shakespeare.build_text_dataset)."""
     options = dict(options or {})
     if name in _BUNDLED_PREPARERS:
         return _BUNDLED_PREPARERS[name](options)
-    if name not in _RAW_PREPARERS:
+    if name not in RAW_DATASETS:
         raise DatasetError(f"unknown dataset {name!r}; known: {sorted(RAW_DATASETS + BUNDLED_DATASETS)}")
     if raw_dir is None:
         raise DatasetError(f"dataset {name!r} needs raw_dir, the folder holding its downloaded files")
     if name != download.PLACED_BY_HAND:  # LEAF's JSON files have no published checksums; leaf.py checks their form
         download.verify(name, Path(raw_dir), checksums)
-    return _RAW_PREPARERS[name](Path(raw_dir), options)
+    if name in _IMAGE_PREPARERS:
+        return _IMAGE_PREPARERS[name](Path(raw_dir))
+    return _TEXT_PREPARERS[name](Path(raw_dir), options)

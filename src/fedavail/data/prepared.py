@@ -15,6 +15,7 @@ Training reads only this: it never decodes images or runs per-sample Python tran
 import io
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from fedavail import __version__
@@ -29,36 +30,27 @@ class PreparedDataError(ValueError):
 
 def validate(data: dict) -> dict:
     """The dataset itself when it has the format above; PreparedDataError naming what is wrong otherwise."""
-    missing = [k for k in REQUIRED_KEYS if k not in data]
-    if missing:
+    if missing := [k for k in REQUIRED_KEYS if k not in data]:
         raise PreparedDataError(f"prepared dataset {data.get('name', '?')!r} lacks keys {missing}")
     for split in ("train", "test"):
-        _check_labels(data, split)
+        x, y = data[f"{split}_x"], data[f"{split}_y"]
+        if len(x) != len(y):
+            raise PreparedDataError(f"{split}_x has {len(x)} samples but {split}_y has {len(y)}")
+        if y.dtype != torch.int64:
+            raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
+        if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
+            raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
     if data["kind"] == "image":
-        _check_images(data)
+        if data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4:
+            raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
+        for key in ("mean", "std"):
+            if key not in data:
+                raise PreparedDataError(f"image dataset lacks {key}")
     elif data["kind"] == "text":
         _check_text(data)
     else:
         raise PreparedDataError(f"unknown dataset kind {data['kind']!r}")
     return data
-
-
-def _check_labels(data: dict, split: str) -> None:
-    x, y = data[f"{split}_x"], data[f"{split}_y"]
-    if len(x) != len(y):
-        raise PreparedDataError(f"{split}_x has {len(x)} samples but {split}_y has {len(y)}")
-    if y.dtype != torch.int64:
-        raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
-    if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
-        raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
-
-
-def _check_images(data: dict) -> None:
-    if data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4:
-        raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
-    for key in ("mean", "std"):
-        if key not in data:
-            raise PreparedDataError(f"image dataset lacks {key}")
 
 
 def _check_text(data: dict) -> None:
@@ -82,6 +74,22 @@ def channel_stats(images_uint8: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     """Per-channel mean and std of uint8 NCHW images scaled to [0, 1]."""
     x = images_uint8.to(torch.float64) / 255.0
     return x.mean(dim=(0, 2, 3)).float(), x.std(dim=(0, 2, 3)).float()
+
+
+def image_dataset(name: str, num_classes: int, train: tuple, test: tuple, meta: dict, **extra) -> dict:
+    """The prepared dict of (uint8 images, int64 labels) train and test tensors; `extra` keys follow num_classes."""
+    (train_x, train_y), (test_x, test_y) = train, test
+    mean, std = channel_stats(train_x)
+    return {"name": name, "kind": "image", "num_classes": num_classes, **extra, "train_x": train_x, "train_y": train_y,
+            "test_x": test_x, "test_y": test_y, "mean": mean, "std": std, "meta": meta}
+
+
+def text_dataset(name: str, vocab: str, seq_length: int, parts: dict, text: np.ndarray, group_names: list,
+                 meta: dict) -> dict:
+    """The prepared dict of a text dataset; parts: {"train_x", "train_y", ...: per-client numpy arrays}."""
+    tensors = {key: torch.from_numpy(np.concatenate(values)) for key, values in parts.items()}
+    return {"name": name, "kind": "text", "num_classes": len(vocab), "vocab": vocab, "seq_length": seq_length,
+            **tensors, "text": torch.from_numpy(text), "group_names": group_names, "meta": meta}
 
 
 def save_prepared(path: str | Path, data: dict) -> None:

@@ -3,8 +3,7 @@ needs, and importing torch would take most of its time.
 
 A prepared file is torch.save's zip archive: `data.pkl`, a pickle whose tensors name their storages, and one raw
 little-endian record per storage under `data/`. The unpickler accepts only the globals a prepared dataset holds (as
-torch.load's weights_only does), so a shared file cannot run code, and reads only the storages asked for (most of a
-file is images)."""
+torch.load's weights_only does), so a shared file cannot run code; only the storages asked for are read."""
 
 import collections
 import io
@@ -34,22 +33,21 @@ class _Storage:
 
 @dataclass(frozen=True)
 class _Tensor:
-    """A tensor of data.pkl, its storage not read yet."""
+    """A tensor of data.pkl, its storage not read yet: the arguments of torch._utils._rebuild_tensor_v2."""
 
     storage: _Storage
     offset: int
     shape: tuple[int, ...]
     stride: tuple[int, ...]
-
-
-def _rebuild_tensor(storage: _Storage, offset, shape, stride, requires_grad, backward_hooks, metadata=None) -> _Tensor:
-    return _Tensor(storage, offset, tuple(shape), tuple(stride))
+    requires_grad: bool
+    backward_hooks: object
+    metadata: object = None
 
 
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
-            return _rebuild_tensor
+            return _Tensor
         if (module, name) == ("collections", "OrderedDict"):
             return collections.OrderedDict
         if module == "torch" and name in _STORAGE_DTYPES:
@@ -65,8 +63,7 @@ class _Unpickler(pickle.Unpickler):
 
 def _array(archive: zipfile.ZipFile, prefix: str, tensor: _Tensor) -> np.ndarray:
     dtype = tensor.storage.dtype
-    storage = np.frombuffer(archive.read(f"{prefix}data/{tensor.storage.key}"), dtype=dtype,
-                            count=tensor.storage.numel)
+    storage = np.frombuffer(archive.read(f"{prefix}data/{tensor.storage.key}"), dtype, tensor.storage.numel)
     strides = [s * dtype.itemsize for s in tensor.stride]
     view = np.lib.stride_tricks.as_strided(storage[tensor.offset:], tensor.shape, strides, writeable=False)
     return view.astype(dtype.newbyteorder("="))  # a native-order copy
@@ -97,15 +94,11 @@ def load_train_labels(path: str | os.PathLike) -> TrainLabels:
         groups = data.get("train_groups")
         labels = TrainLabels(num_classes=int(data["num_classes"]), train_y=_array(archive, prefix, data["train_y"]),
                              train_groups=None if groups is None else _array(archive, prefix, groups))
-        _check(labels)
+        y = labels.train_y
+        if y.dtype != np.int64 or y.ndim != 1:
+            raise ValueError(f"train_y must be int64 [N], got {y.dtype} {list(y.shape)}")
+        if len(y) and (y.min() < 0 or y.max() >= labels.num_classes):
+            raise ValueError(f"train_y has labels outside [0, {labels.num_classes})")
+        if labels.train_groups is not None and labels.train_groups.shape != y.shape:
+            raise ValueError(f"train_groups has shape {list(labels.train_groups.shape)}, train_y {list(y.shape)}")
     return labels
-
-
-def _check(labels: TrainLabels) -> None:
-    y = labels.train_y
-    if y.dtype != np.int64 or y.ndim != 1:
-        raise ValueError(f"train_y must be int64 [N], got {y.dtype} {list(y.shape)}")
-    if len(y) and (y.min() < 0 or y.max() >= labels.num_classes):
-        raise ValueError(f"train_y has labels outside [0, {labels.num_classes})")
-    if labels.train_groups is not None and labels.train_groups.shape != y.shape:
-        raise ValueError(f"train_groups has shape {list(labels.train_groups.shape)}, train_y {list(y.shape)}")

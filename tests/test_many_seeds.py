@@ -97,8 +97,8 @@ def test_runs_of_other_experiments_with_the_same_settings_train_together_as_they
     execution = Execution(batched=batched)
     run_seeds(inputs / "data.pt", runs, execution, dtype=torch.float64)
     for run in runs:
-        alone = RunInputs(run.partition, run.trace, tmp_path / "alone" / run.out_dir.relative_to(tmp_path / "together"),
-                          run.spec)
+        out_dir = tmp_path / "alone" / run.out_dir.relative_to(tmp_path / "together")
+        alone = RunInputs(run.partition, run.trace, out_dir, run.spec)
         run_seeds(inputs / "data.pt", [alone], execution, dtype=torch.float64)
         _assert_same_run(run.out_dir, alone.out_dir, exact=not batched)
     with pytest.raises(ValueError, match="must differ: .*'first/fedswe seed 0', 'first/fedswe seed 0'"):

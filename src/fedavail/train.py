@@ -109,8 +109,8 @@ class Execution:
 
 @dataclass
 class RunInputs:
-    """One seed's files: its partition and trace, the folder its outputs go to, and its spec (the prepared dataset
-    is the same for all seeds of an experiment)."""
+    """One run's files: its partition and trace, the folder its outputs go to, and its spec (the prepared dataset
+    is the same for all runs of a process)."""
 
     partition: Path
     trace: Path
@@ -134,10 +134,10 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
               stop_after_round: int | None = None, dtype: torch.dtype = torch.float32) -> list[dict]:
     """Run (or resume) several runs in one process; one result per run, as `run`'s.
 
-    Specs may differ only in experiment, algorithm_id and seed (RUN_IDENTITY). Each finished seed leaves a record (`RunPaths.finished`), and a seed with a
-    valid record of the same fingerprint is not trained again: its outputs are rewritten as they were (Snakemake
-    deletes a job's outputs before it reruns it, e.g. for an added seed or another seeds_per_job). `dtype` float64 is
-    for exactness checks (tests)."""
+    Specs may differ only in experiment, algorithm_id and seed (RUN_IDENTITY). Each finished run leaves a record
+    (`RunPaths.finished`), and a run with a valid record of the same fingerprint is not trained again: its outputs
+    are rewritten as they were (Snakemake deletes a job's outputs before it reruns it, e.g. for an added seed or
+    another seeds_per_job). `dtype` float64 is for exactness checks (tests)."""
     started = time.perf_counter()
     _check_same_settings([s.spec for s in seeds])
     stopping.install()

@@ -241,6 +241,11 @@ def batch_out_dirs(wildcards, output):
     return " ".join(shlex.quote(path.rsplit("/", 1)[0]) for path in output.metrics)
 
 
+def batch_rounds(batch):
+    """The rounds a batch job trains: its runs' rounds added up."""
+    return sum(PLAN.experiments[run.experiment].training["rounds"] for run in batch.runs)
+
+
 def batch_runtime(batch, wildcards, attempt):
     """A batch job's time limit: its runs' limits added up (batched on a GPU they take less)."""
     return sum(run_runtime(run.experiment, attempt) for run in batch.runs)

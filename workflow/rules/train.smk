@@ -56,6 +56,8 @@ else:
                 summary=batch_outputs(batch, "summary.json"),
             log:
                 f"logs/train/{batch.name}.log",
+            # The longest batches first, so that the short ones fill the cores at the end.
+            priority: batch_rounds(batch)
             conda:
                 "../envs/fedavail.yaml"
             threads: EXECUTION.train_threads

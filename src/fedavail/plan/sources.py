@@ -20,38 +20,35 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache
 def module_files() -> dict[str, Path]:
     return {module_name(path): path for path in PACKAGE.rglob("*.py")}
 
 
 @functools.cache
-def import_graph() -> dict[str, set[str]]:
-    """module -> the fedavail modules it imports anywhere in its file (read once per process: the Snakefile hashes
-    the sources of every distinct set of algorithms its runs execute)."""
-    modules = module_files()
-    graph = {}
-    for name, path in modules.items():
-        targets = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                targets |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                targets.add(node.module)
-                targets |= {f"{node.module}.{alias.name}" for alias in node.names}
-        graph[name] = {target for target in targets if target in modules and target != name}
-    return graph
+def module_imports(module: str) -> frozenset[str]:
+    """The fedavail modules that `module` imports anywhere in its file, parsed once per process and only when a hash
+    needs them (a training process hashes its 40-odd modules of the package's 90 at start-up)."""
+    modules, targets = module_files(), set()
+    for node in ast.walk(ast.parse(modules[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            targets.add(node.module)
+            targets |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return frozenset(target for target in targets if target in modules and target != module)
 
 
 def imported_by(*roots: str) -> set[str]:
     """The `roots` and every fedavail module they import, transitively, with the packages that importing a module
     runs."""
-    graph, seen, pending = import_graph(), set(), list(roots)
+    seen, pending = set(), list(roots)
     while pending:
         module = pending.pop()
         if module not in seen:
             seen.add(module)
             packages = [".".join(module.split(".")[:depth]) for depth in range(1, module.count(".") + 1)]
-            pending += [*graph[module], *packages]
+            pending += [*module_imports(module), *packages]
     return seen
 
 

@@ -246,6 +246,12 @@ def batch_rounds(batch):
     return sum(PLAN.experiments[run.experiment].training["rounds"] for run in batch.runs)
 
 
+# Partitions and traces (a second each) before any training job: batch jobs run longest first (their priority is
+# their rounds, train.smk), and without this the short batches whose inputs are ready first would make the longest
+# ones wait for their partitions and traces.
+DATA_FIRST = 1 + max((batch_rounds(batch) for batch in PLAN.training_batches), default=0)
+
+
 def batch_runtime(batch, wildcards, attempt):
     """A batch job's time limit: its runs' limits added up (batched on a GPU they take less)."""
     return sum(run_runtime(run.experiment, attempt) for run in batch.runs)

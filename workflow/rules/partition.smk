@@ -15,6 +15,7 @@ rule partition:
         ),
     log:
         "logs/partition/{partition}/seed{seed}.log",
+    priority: DATA_FIRST
     conda:
         "../envs/fedavail.yaml"
     params:

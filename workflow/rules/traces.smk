@@ -15,6 +15,7 @@ rule trace:
         ),
     log:
         "logs/trace/{trace}/seed{seed}.log",
+    priority: DATA_FIRST
     conda:
         "../envs/fedavail.yaml"
     params:

@@ -10,18 +10,15 @@ import sys
 
 import pytest
 import torch
-from snakemake.utils import validate
 
 from fedavail.data.prepare import prepare
 from fedavail.plan.checks import TRAIN_SAMPLES
 from fedavail.plan.config import ConfigError
 from fedavail.plan.grid import expand
-from fedavail.plan.load import load_config_file
+from fedavail.plan.load import load_config_file, validate
 from fedavail.plan.plan import build_plan
 
 from workflow_helpers import REPO, copy_workflow, snakemake
-
-SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 
 
 def base_config() -> dict:
@@ -29,9 +26,9 @@ def base_config() -> dict:
 
 
 def checked(config: dict) -> None:
-    """The workflow's order: schema (with defaults), then fedavail.plan.plan.build_plan."""
+    """fedavail.plan.load.load's order: schema (with defaults), then fedavail.plan.plan.build_plan."""
     config = copy.deepcopy(config)
-    validate(config, str(SCHEMA), set_default=True)
+    validate(config)
     build_plan(config)
 
 

@@ -9,7 +9,7 @@ from dataclasses import MISSING
 import pytest
 from snakemake.utils import validate
 
-from fedavail.plan.load import load_config_file
+from fedavail.plan.load import load_config_file, validate as validate_config
 from fedavail.plan import schema
 from fedavail.plan.algorithms import known_algorithms
 from fedavail.plan.docs import (ALGORITHMS_DOCUMENT, DOCUMENT, END, OPTIONS_END, OPTIONS_START, SCHEMA, START,
@@ -44,14 +44,17 @@ def test_the_schema_is_up_to_date():
 
 
 def test_the_defaults_the_schema_fills_in_are_the_plans():
-    """snakemake's validate(set_default=True) fills execution, training and training.augmentation: with every one of
-    their optional keys left out, the filled values are the dataclasses' defaults, and nothing else is filled."""
+    """Validation (fedavail.plan.load.validate) fills execution, training and training.augmentation: with every one
+    of their optional keys left out, the filled values are the dataclasses' defaults, and nothing else is filled; and
+    Snakemake's validate(set_default=True) with the written schema fills in and accepts exactly the same."""
     config = load_config_file(REPO / "config/test.yaml")
     config.pop("execution", None)
     for experiment in config["experiments"].values():
         experiment["training"] = {key: experiment["training"][key] for key in ("model", "rounds", "local")}
-    given = copy.deepcopy(config)
-    validate(config, str(SCHEMA), set_default=True)
+    given, by_snakemake = copy.deepcopy(config), copy.deepcopy(config)
+    validate_config(config)
+    validate(by_snakemake, str(SCHEMA), set_default=True)
+    assert by_snakemake == config
     assert config.pop("execution") == dataclasses.asdict(ExecutionOptions())
     given.setdefault("reports", {})
     for name, experiment in config["experiments"].items():

@@ -6,40 +6,25 @@ import os
 import shlex
 import sys
 
-import jsonschema
 import fedavail.data.raw_digests as rd
 import fedavail.integrity as fi
 import fedavail.plan.config as fc
 import fedavail.plan.paths as fp
 from fedavail.launcher import malloc_assignments
-from fedavail.plan.checks import schema_problem
-from fedavail.plan.load import load_config
-from fedavail.plan.plan import build_plan
+from fedavail.plan.load import load
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 # Snakemake reads config files with YAML 1.1 and lets a repeated key silently win. Re-read the same files strictly
-# (a repeated key is an error, 1e-3 is a number) and rebuild the config from them; --config KEY=VALUE still wins.
-# Grids and algorithm sets are then expanded into plain entries, so the schema and the checks see only those.
+# (a repeated key is an error, 1e-3 is a number), expand grids and algorithm sets, validate against the schema and
+# resolve the Plan (fedavail.plan.load); --config KEY=VALUE still wins. Rules read the checked config and the Plan.
 try:
-    strict_config = load_config(workflow.configfiles, dict(workflow.config_settings.config))
+    PLAN = load(workflow.configfiles, dict(workflow.config_settings.config))
 except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 config.clear()
-config.update(strict_config)
-try:
-    validate(config, schema="../schemas/config.schema.yaml", set_default=True)
-except WorkflowError as error:
-    # Snakemake's message prints the offending value and its schema in full: name the key, cut the value.
-    if not isinstance(error.__context__, jsonschema.ValidationError):
-        raise
-    raise WorkflowError(f"invalid config: {schema_problem(error.__context__)}") from None
-try:
-    PLAN = build_plan(config)
-except fc.ConfigError as error:
-    raise WorkflowError(f"invalid config: {error}")
+config.update(PLAN.config)
 
 EXECUTION = PLAN.execution
 MALLOC_ASSIGNMENTS = malloc_assignments()

@@ -2,8 +2,9 @@
 resolved values (so a changed default shows up as a changed job spec). Nothing here imports the rest of fedavail
 (only fedavail.io, to write docs/configuration.md).
 
-Entry points: fedavail.plan.load.load_config reads a config (grids expanded), and fedavail.plan.plan.build_plan
-checks it (fedavail.plan.checks) and resolves every entry once into the Plan, which gives every job's spec. The
+Entry point: fedavail.plan.load.load reads a config (grids expanded), validates it against the schema and has
+fedavail.plan.plan.build_plan check it (fedavail.plan.checks) and resolve every entry once into the Plan, which gives
+every job's spec. The
 settings are dataclasses (fedavail.plan.options): partitions, traces, algorithms (one options module per
 algorithm), local, experiments, reports; fedavail.plan.schema and fedavail.plan.docs generate the config schema and
 docs/configuration.md from them."""

@@ -1,18 +1,25 @@
-"""Loading a config (load_config: the Snakefile, the benchmarks and the tests share it): its files read strictly,
-merged in order, grids and sets expanded; fedavail.plan.plan.build_plan then checks it.
+"""Loading a config: `load` is the one entry point (the Snakefile calls it) and returns its Plan: the files read
+strictly and merged in order, grids and sets expanded (load_config), validated against the JSON schema with its
+defaults filled in (fedavail.plan.schema, written out as workflow/schemas/config.schema.yaml), then checked and
+resolved (fedavail.plan.plan.build_plan).
 
 Strict reading: a key twice in one mapping is an error, and numbers in scientific notation (1e-3) are numbers, as in
 YAML 1.2 (PyYAML follows YAML 1.1, which reads them as strings). A plain scalar that YAML 1.1 reads as another number
 than it shows (010 is 8, 1:00 is 60) is an error, and a document whose aliases expand to more than MAX_NODES nodes
 (a "billion laughs") is refused before it is built."""
 
+import copy
 import re
 from pathlib import Path
 
+import jsonschema
 import yaml
 
+from fedavail.plan.checks import schema_problem
 from fedavail.plan.config import ConfigError, merge, shorten
 from fedavail.plan.grid import expand
+from fedavail.plan.plan import Plan, build_plan
+from fedavail.plan.schema import generate
 
 # Nodes of a document with its aliases expanded: each paper config has about a thousand.
 MAX_NODES = 100_000
@@ -121,3 +128,29 @@ def load_config(paths, overrides: dict | None = None) -> dict:
     for path in paths:
         merged = merge(merged, load_config_file(path))
     return expand(merge(merged, overrides or {}))
+
+
+def validate(config: dict) -> None:
+    """Check `config` against the schema and fill in the defaults it states, in place (what Snakemake's
+    validate(..., set_default=True) does): raise ConfigError naming the key of the first problem."""
+    check_properties = jsonschema.Draft202012Validator.VALIDATORS["properties"]
+
+    def fill_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, subschema in properties.items():
+                if "default" in subschema:
+                    instance.setdefault(key, copy.deepcopy(subschema["default"]))
+        yield from check_properties(validator, properties, instance, schema)
+
+    validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": fill_defaults})
+    try:
+        validator(generate()).validate(config)
+    except jsonschema.ValidationError as error:
+        raise ConfigError(schema_problem(error)) from None
+
+
+def load(paths, overrides: dict | None = None) -> Plan:
+    """The Plan of the config files `paths` with `overrides` (Snakemake's --config) on top."""
+    config = load_config(paths, overrides)
+    validate(config)
+    return build_plan(config)

@@ -1,7 +1,7 @@
 """The Plan: a checked config with every entry resolved once, and the runs and job specs derived from it. The
-Snakefile builds one (after fedavail.plan.load.load_config and the schema) and every rule reads its jobs' specs from
-it; a job passes its spec on the command line, and the stages run what the spec says (the trainer, each run's
-summary.json, which the reports read)."""
+Snakefile loads one (fedavail.plan.load.load) and every rule reads its jobs' specs from it; a job passes its spec on
+the command line, and the stages run what the spec says (the trainer, each run's summary.json, which the reports
+read)."""
 
 import re
 from dataclasses import dataclass

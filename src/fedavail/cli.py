@@ -14,11 +14,15 @@ from fedavail.plan.experiments import DEVICE, ExecutionOptions
 log = logging.getLogger(__name__)
 
 
-def _spec(text: str) -> dict:
+def _json(text: str):
     try:
-        spec = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise argparse.ArgumentTypeError(f"--spec is not valid JSON: {error}") from error
+
+
+def _spec(text: str) -> dict:
+    spec = _json(text)
     if not isinstance(spec, dict):
         raise argparse.ArgumentTypeError("--spec must be a JSON object")
     return spec
@@ -100,10 +104,7 @@ def cmd_train(args) -> int:
 
 
 def _specs(text: str) -> list[dict]:
-    try:
-        specs = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"--spec is not valid JSON: {error}") from error
+    specs = _json(text)
     if not isinstance(specs, list) or not specs or not all(isinstance(s, dict) for s in specs):
         raise argparse.ArgumentTypeError("--spec must be a non-empty JSON list of objects, one run spec per seed")
     return specs

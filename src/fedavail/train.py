@@ -7,6 +7,7 @@ state, checkpoint and outputs, and the round's local work of all their participa
 on the batched back end). Every run's numbers are its separate run's (exactly on the per-client loop; on vmap up to
 the reassociation of batched kernels)."""
 
+import functools
 import json
 import logging
 import math
@@ -86,6 +87,7 @@ class RunPaths:
             self.out_dir / name for name in ("metrics.parquet", "summary.json", "checkpoint.pt", "finished.json"))
 
 
+@functools.cache  # once per process: a batch job finishes many runs
 def git_commit() -> str | None:
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,

@@ -1,1 +1,1 @@
-"""Client availability: models of p_i^t and participation (models.py), and traces drawn from them (traces.py)."""
+"""Client availability traces: drawn from the models of fedavail.plan.traces, stored and plotted (traces.py)."""

@@ -2,13 +2,15 @@
 algorithms of a seed read the same trace. A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the
 model defines it, else None; for markov the marginal π = p_on/(p_on + p_off), not the probability given the previous
 round), snapshot (int64 [T, n]: a uniform cohort pre-drawn for every round, so FAST's snapshot rounds are
-deterministic on any trace) and the parameters that made it. The models and their settings: fedavail.plan.traces
-(FedSWE Fig. 3's p_i^t = p·[γ sin(0.1πt) + 1 − γ] is the bernoulli model with dynamics "sine", period 20).
+deterministic on any trace) and the parameters that made it. The models, their settings and what each draws:
+fedavail.plan.traces (FedSWE Fig. 3's p_i^t = p·[γ sin(0.1πt) + 1 − γ] is the bernoulli model with dynamics "sine",
+period 20).
 
 Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots. So traces of one seed
 share their snapshots, and FedSWE dynamics of one seed share their p_i.
 """
 
+import functools
 import json
 import os
 import textwrap
@@ -17,11 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fedavail.availability import models
 from fedavail.data.partition import Partition
 from fedavail.io import atomic_path, reading, write_npz
-from fedavail.plan.options import Registry
-from fedavail.plan.traces import check_trace_for, full_trace_spec, per_client, resolve_trace
+from fedavail.plan.traces import check_trace_for, full_trace_spec, resolve_trace, uniform_cohorts
 from fedavail.rng import numpy_generator
 
 STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
@@ -35,12 +35,6 @@ class Trace:
     params: dict
 
 
-# What each trace model (fedavail.plan.traces.TRACE_MODELS, same names) draws: a function of the trace's params
-# (its full spec with snapshot_size, seed, num_clients and rounds resolved) and the Partition (or None), taking the
-# settings it reads as keywords, returning (available bool [T, m], prob [T, m] or None, extra params to record).
-DRAWERS = Registry("trace spec key 'model'")
-
-
 def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: Partition | None = None) -> Trace:
     """Draw a trace of `rounds` rounds for `num_clients` clients; all randomness from (seed, "trace", stream)."""
     spec = full_trace_spec(spec)
@@ -50,78 +44,14 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
         if spec[key] is not None and spec[key] != value:
             raise ValueError(f"trace spec key {key!r} is {spec[key]}, but the trace was asked for {value}")
     check_trace_for(spec, num_clients)
-    params = {**spec, "snapshot_size": resolve_trace(spec).cohort_size(num_clients), "seed": int(seed),
+    model = resolve_trace(spec)
+    params = {**spec, "snapshot_size": model.cohort_size(num_clients), "seed": int(seed),
               "num_clients": int(num_clients), "rounds": int(rounds)}
-    available, prob, extra = DRAWERS[spec["model"]](partition, **params)
-    snapshot_rng = numpy_generator(seed, "trace", STREAM_SNAPSHOT)
-    snapshot = models.uniform_cohorts(rounds, num_clients, params["snapshot_size"], snapshot_rng)
+    rng = functools.partial(numpy_generator, seed, "trace")
+    available, prob, extra = model.draw(partition, num_clients, rounds, rng(STREAM_CLIENTS), rng(STREAM_ROUNDS))
+    snapshot = uniform_cohorts(rounds, num_clients, params["snapshot_size"], rng(STREAM_SNAPSHOT))
     return Trace(np.ascontiguousarray(available, dtype=bool),
                  None if prob is None else np.ascontiguousarray(prob, dtype=np.float32), snapshot, {**params, **extra})
-
-
-def _round_rng(seed: int) -> np.random.Generator:
-    return numpy_generator(seed, "trace", STREAM_ROUNDS)
-
-
-@DRAWERS.add("fedswe")
-def _fedswe(part, *, num_clients, rounds, seed, class_mix, phi_max, dynamics, period, low, gamma, window, inner, **_):
-    if part is None:
-        raise ValueError("the fedswe availability model needs the partition (p_i = <ν_i, φ> uses the class mix)")
-    if part.num_clients != num_clients:
-        raise ValueError(f"partition has {part.num_clients} clients, trace asked for {num_clients}")
-    if class_mix == "nu":
-        if part.nu is None:
-            raise ValueError(f"trace spec key 'class_mix': scheme {part.params.get('scheme')!r} draws no ν_i; "
-                             "use 'empirical'")
-        mix = part.nu
-    else:
-        mix = part.label_hist / np.maximum(part.sizes, 1)[:, None]
-    num_classes = mix.shape[1]
-    phi_max = models.default_phi_max(num_classes) if phi_max is None else np.asarray(phi_max, float)
-    if phi_max.shape != (num_classes,):
-        raise ValueError(f"trace spec key 'phi_max' has {phi_max.size} values for {num_classes} classes")
-    base, phi = models.fedswe_base_probabilities(mix, phi_max, numpy_generator(seed, "trace", STREAM_CLIENTS))
-    if dynamics == "two_group":
-        within = models.modulation(inner, rounds, period, low, gamma)  # static: 1
-        modulation = models.two_group_windows(rounds, num_clients, window) * within[:, None]
-    else:
-        modulation = models.modulation(dynamics, rounds, period, low, gamma)[:, None]
-    prob = np.clip(base[None, :] * modulation, 0.0, 1.0)
-    extra = {"phi": phi.tolist(), "phi_max": phi_max.tolist(), "partition_params": part.params}
-    return models.bernoulli_availability(prob, _round_rng(seed)), prob, extra
-
-
-@DRAWERS.add("fast")
-def _fast(part, *, num_clients, rounds, seed, snapshot_size, distribution, **_):
-    if distribution == "uniform":
-        cohorts = models.uniform_cohorts(rounds, num_clients, snapshot_size, _round_rng(seed))
-        prob = np.full((rounds, num_clients), snapshot_size / num_clients)
-    else:
-        cohorts = models.skewed_cohorts(distribution, rounds, num_clients, snapshot_size, _round_rng(seed))
-        prob = None
-    return models.cohort_mask(cohorts, num_clients), prob, {}
-
-
-@DRAWERS.add("bernoulli")
-def _bernoulli(part, *, num_clients, rounds, seed, p, dynamics, period, low, gamma, **_):
-    prob = np.broadcast_to(per_client(p, "p", num_clients), (rounds, num_clients))
-    if dynamics != "stationary":
-        prob = np.clip(prob * models.modulation(dynamics, rounds, period, low, gamma)[:, None], 0.0, 1.0)
-    return models.bernoulli_availability(prob, _round_rng(seed)), prob, {}
-
-
-@DRAWERS.add("markov")
-def _markov(part, *, num_clients, rounds, seed, p_on, p_off, **_):
-    p_on, p_off = per_client(p_on, "p_on", num_clients), per_client(p_off, "p_off", num_clients)
-    available = models.markov_availability(p_on, p_off, rounds, _round_rng(seed))
-    return available, np.broadcast_to(p_on / (p_on + p_off), (rounds, num_clients)), {}
-
-
-@DRAWERS.add("cyclic")
-def _cyclic(part, *, num_clients, rounds, seed, groups, p, active_rounds, **_):
-    windows = models.cyclic_windows(rounds, num_clients, groups, active_rounds)
-    prob = windows * per_client(p, "p", num_clients)[None, :]
-    return models.bernoulli_availability(prob, _round_rng(seed)), prob, {}
 
 
 def _index_dtype(num_clients: int):

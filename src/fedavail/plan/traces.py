@@ -1,5 +1,7 @@
-"""Availability trace models and their settings, torch-free: one frozen dataclass per model, each default written
-here only (what each model draws: fedavail.availability.traces)."""
+"""Availability trace models, torch-free: one frozen dataclass per model with its settings (each default written here
+only), their checks and what it draws (`draw`; fedavail.availability.traces makes, stores and plots the traces).
+Shapes: T rounds, m clients, n cohort size; probabilities are float64 [T, m], availability bool [T, m]. Sources:
+FedSWE (arXiv 2609.04763 §7, Appendix H.2) and FAST's cohorts (OpenReview H3AUl3pnlu §3.2)."""
 
 from dataclasses import asdict, dataclass
 from typing import ClassVar
@@ -13,7 +15,17 @@ from fedavail.plan.options import (Registry, check_choices, check_int, check_pro
 WHAT = "trace spec key"
 FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
 BERNOULLI_DYNAMICS = ("stationary", "staircase", "sine")
-FAST_DISTRIBUTIONS = ("uniform", "beta", "gamma", "weibull")  # the skewed ones: fedavail.availability.models
+# FAST's skewed index distributions (RogerRogerUSC/FAST `shared/client_sampling.py`): a client index is ⌊m·Z⌋.
+SKEWED_DISTRIBUTIONS = {
+    "beta": lambda rng, size: rng.beta(1.0, 10.0, size),
+    "gamma": lambda rng, size: rng.gamma(shape=10.0, scale=0.01, size=size),
+    "weibull": lambda rng, size: rng.weibull(10.0, size) / 1.2,
+}
+FAST_DISTRIBUTIONS = ("uniform", *SKEWED_DISTRIBUTIONS)
+# Index draws per cohort slot in a round's first block; a short block is redrawn 4x larger, up to a cap on the draws
+# held at once (bounds memory, and ends the search when the distribution cannot give n distinct indices).
+_DRAWS_PER_SLOT = 8
+_MAX_DRAWS_AT_ONCE = 4_000_000
 # Memory of drawing a trace (fedavail.availability.traces.make_trace), per round and client: p_i^t and the uniform
 # draws in float64, the availability, p_i^t kept in float32, the snapshot draws and their order. tracemalloc measured
 # 17 to 26 bytes across the models; a trace is refused before it would need more than MAX_TRACE_BYTES.
@@ -23,8 +35,6 @@ MAX_TRACE_BYTES = 4 * 2**30
 _PERIOD = "P: rounds of one period of the staircase or sine modulation"
 _GAMMA = "γ: sine amplitude, f(t) = γ sin(2πt/P) + 1 − γ"
 _LOW = "staircase: f(t) in the second half of each period"
-# Every model by its `model` name; what each draws is registered against the same name in
-# fedavail.availability.traces (DRAWERS).
 TRACE_MODELS = Registry(f"{WHAT} 'model'")
 
 
@@ -77,6 +87,12 @@ class TraceModel:
         """Whether its traces store p_i^t."""
         return True
 
+    def draw(self, part, num_clients: int, rounds: int, client_rng: np.random.Generator,
+             round_rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None, dict]:
+        """(available bool [T, m], p_i^t [T, m] or None, extra params to record) for the Partition `part` (or None);
+        client_rng for the draws made once per client, round_rng for the per-round ones."""
+        raise NotImplementedError
+
 
 @TRACE_MODELS.add("fedswe")
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +121,38 @@ class FedSWETrace(TraceModel):
         check_probabilities(self.gamma, "gamma", False, WHAT)
         check_probabilities(self.low, "low", False, WHAT)
 
+    def draw(self, part, num_clients, rounds, client_rng, round_rng):
+        if part is None:
+            raise ValueError("the fedswe availability model needs the partition (p_i = <ν_i, φ> uses the class mix)")
+        if part.num_clients != num_clients:
+            raise ValueError(f"partition has {part.num_clients} clients, trace asked for {num_clients}")
+        if self.class_mix == "nu":
+            if part.nu is None:
+                raise ValueError(f"{WHAT} 'class_mix': scheme {part.params.get('scheme')!r} draws no ν_i; use "
+                                 "'empirical'")
+            mix = part.nu
+        else:
+            mix = part.label_hist / np.maximum(part.sizes, 1)[:, None]
+        num_classes = mix.shape[1]
+        # Φ_c = 1 for the first half of the classes, 0.5 for the rest (Appendix H.2)
+        phi_max = (np.where(np.arange(num_classes) < num_classes // 2, 1.0, 0.5) if self.phi_max is None
+                   else np.asarray(self.phi_max, float))
+        if phi_max.shape != (num_classes,):
+            raise ValueError(f"{WHAT} 'phi_max' has {phi_max.size} values for {num_classes} classes")
+        phi = client_rng.uniform(0.0, 1.0, size=num_classes) * phi_max
+        if self.dynamics == "two_group":
+            # Clients [0, m//2) may be available in the first half of every window of Pδ rounds, the rest in the
+            # second half (eqs. 31-32). Halves are [0, Pδ/2) and [Pδ/2, Pδ), equal as in Fig. 6's caption; eq. 31's
+            # `≤ Pδ/2` would give the first group one extra round.
+            first_half = (np.arange(rounds) % self.window) < self.window / 2
+            windows = first_half[:, None] == (np.arange(num_clients) < num_clients // 2)[None, :]
+            f = windows * modulation(self, self.inner, rounds)[:, None]  # static: 1
+        else:
+            f = modulation(self, self.dynamics, rounds)[:, None]
+        prob = np.clip((mix @ phi)[None, :] * f, 0.0, 1.0)
+        extra = {"phi": phi.tolist(), "phi_max": phi_max.tolist(), "partition_params": part.params}
+        return round_rng.random(prob.shape) < prob, prob, extra
+
 
 @TRACE_MODELS.add("fast")
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +179,17 @@ class FastTrace(TraceModel):
     def records_prob(self) -> bool:
         return self.distribution == "uniform"  # the skewed cohorts have no per-client probability
 
+    def draw(self, part, num_clients, rounds, client_rng, round_rng):
+        size = self.cohort_size(num_clients)
+        if self.distribution == "uniform":
+            cohorts = uniform_cohorts(rounds, num_clients, size, round_rng)
+            prob = np.full((rounds, num_clients), size / num_clients)
+        else:
+            cohorts, prob = skewed_cohorts(self.distribution, rounds, num_clients, size, round_rng), None
+        available = np.zeros((rounds, num_clients), dtype=bool)
+        np.put_along_axis(available, cohorts, True, axis=1)
+        return available, prob, {}
+
 
 @TRACE_MODELS.add("bernoulli")
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +209,12 @@ class BernoulliTrace(TraceModel):
         check_int(self.period, "period", 1, WHAT)
         check_probabilities(self.gamma, "gamma", False, WHAT)
         check_probabilities(self.low, "low", False, WHAT)
+
+    def draw(self, part, num_clients, rounds, client_rng, round_rng):
+        prob = np.broadcast_to(per_client(self.p, "p", num_clients), (rounds, num_clients))
+        if self.dynamics != "stationary":
+            prob = np.clip(prob * modulation(self, self.dynamics, rounds)[:, None], 0.0, 1.0)
+        return round_rng.random(prob.shape) < prob, prob, {}
 
 
 @TRACE_MODELS.add("markov")
@@ -171,6 +236,19 @@ class MarkovTrace(TraceModel):
             raise ValueError(f"{WHAT} 'p_off' has {p_off.size} values but 'p_on' has {p_on.size}")
         if np.any(p_on + p_off <= 0):
             raise ValueError(f"{WHAT}s 'p_on' and 'p_off' must not both be 0 (the chain would never move)")
+
+    def draw(self, part, num_clients, rounds, client_rng, round_rng):
+        """Round 0 drawn from the stationary law π = p_on/(p_on + p_off), so P(a_i^t = 1) = π_i in every round."""
+        p_on, p_off = per_client(self.p_on, "p_on", num_clients), per_client(self.p_off, "p_off", num_clients)
+        stationary = p_on / (p_on + p_off)
+        uniforms = round_rng.random((rounds, num_clients))
+        available = np.empty((rounds, num_clients), dtype=bool)
+        available[0] = uniforms[0] < stationary
+        for t in range(1, rounds):
+            stay_on = available[t - 1] & (uniforms[t] >= p_off)
+            turn_on = ~available[t - 1] & (uniforms[t] < p_on)
+            available[t] = stay_on | turn_on
+        return available, np.broadcast_to(stationary, (rounds, num_clients)), {}
 
 
 @TRACE_MODELS.add("cyclic")
@@ -194,6 +272,14 @@ class CyclicTrace(TraceModel):
         super().check_for(num_clients)
         if self.groups > num_clients:
             raise ValueError(f"{WHAT} 'groups': {self.groups} groups for {num_clients} clients")
+
+    def draw(self, part, num_clients, rounds, client_rng, round_rng):
+        """Client i (group ⌊iK/m⌋) may be available when ⌊t/active_rounds⌋ mod K is its group (FedSWE eq. 4 for
+        active_rounds = 1; IBM's cyclic participation keeps a group active for several rounds)."""
+        active_group = (np.arange(rounds) // self.active_rounds) % self.groups
+        windows = active_group[:, None] == (np.arange(num_clients) * self.groups // num_clients)[None, :]
+        prob = windows * per_client(self.p, "p", num_clients)[None, :]
+        return round_rng.random(prob.shape) < prob, prob, {}
 
 
 def check_someone_available(value, key: str, per: str = "client") -> None:
@@ -241,3 +327,60 @@ def check_trace_for(spec: dict, num_clients: int) -> None:
                          f"clients")
     model.cohort_size(num_clients)
     model.check_for(num_clients)
+
+
+def modulation(model: TraceModel, dynamics: str, rounds: int) -> np.ndarray:
+    """f(t) [T] (H.2) with the model's period P, low and gamma: stationary 1; staircase 1 in the first half of each
+    period and `low` in the second (the code's r//10 mod 2 for P = 20); sine γ sin(2πt/P) + 1 − γ."""
+    t = np.arange(rounds)
+    if dynamics == "staircase":
+        return np.where(t % model.period < model.period / 2, 1.0, model.low)
+    if dynamics == "sine":
+        return model.gamma * np.sin(2 * np.pi * t / model.period) + 1.0 - model.gamma
+    return np.ones(rounds)
+
+
+def uniform_cohorts(rounds: int, num_clients: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """int64 [T, n]: per round n distinct clients uniformly at random, sorted ascending."""
+    cohorts = np.argsort(rng.random((rounds, num_clients)), axis=1)[:, :size]
+    return np.sort(cohorts, axis=1).astype(np.int64)
+
+
+def skewed_cohorts(distribution: str, rounds: int, num_clients: int, size: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """int64 [T, n]: per round the first n distinct in-range indices ⌊m·Z⌋ of an i.i.d. stream of Z (the authors'
+    rejection loop: an index ≥ m or already drawn is skipped), sorted ascending.
+
+    Vectorised: a chunk of rounds draws a block of Z per round at once; a round whose block holds fewer than n
+    distinct valid indices redraws a larger block, which leaves the law unchanged because the stream is i.i.d."""
+    cohorts = np.empty((rounds, size), dtype=np.int64)
+    block = _DRAWS_PER_SLOT * size
+    chunk = max(1, _MAX_DRAWS_AT_ONCE // block)
+    for start in range(0, rounds, chunk):
+        pending, block_size = np.arange(start, min(start + chunk, rounds)), block
+        while pending.size:
+            filled, complete = _first_distinct(distribution, pending.size, block_size, num_clients, size, rng)
+            cohorts[pending[complete]] = filled
+            pending = pending[~complete]
+            grown = min(4 * block_size, _MAX_DRAWS_AT_ONCE // max(pending.size, 1))
+            if pending.size and grown <= block_size:
+                raise ValueError(f"{WHAT} 'fraction': {distribution} index draws cannot fill a cohort of {size} "
+                                 f"distinct clients out of {num_clients} (the distribution concentrates on too few "
+                                 "indices)")
+            block_size = grown
+    return np.sort(cohorts, axis=1)
+
+
+def _first_distinct(distribution, rows, block, num_clients, size, rng) -> tuple[np.ndarray, np.ndarray]:
+    """For `rows` streams of `block` draws each: the first `size` distinct valid indices of every stream that has
+    them ([complete rows, size]), and which rows are complete."""
+    index = np.floor(num_clients * SKEWED_DISTRIBUTIONS[distribution](rng, (rows, block))).astype(np.int64)
+    row, position = np.nonzero((index >= 0) & (index < num_clients))  # row-major: positions ascend within a row
+    _, first = np.unique(row * num_clients + index[row, position], return_index=True)  # first (row, client) pairs
+    first = np.sort(first)
+    first_row = row[first]
+    distinct = np.bincount(first_row, minlength=rows)
+    rank = np.arange(first.size) - np.repeat(np.cumsum(distinct) - distinct, distinct)
+    complete = distinct >= size
+    take = first[complete[first_row] & (rank < size)]
+    return index[row[take], position[take]].reshape(-1, size), complete

@@ -54,10 +54,6 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
                  None if prob is None else np.ascontiguousarray(prob, dtype=np.float32), snapshot, {**params, **extra})
 
 
-def _index_dtype(num_clients: int):
-    return np.uint8 if num_clients <= 1 << 8 else np.uint16 if num_clients <= 1 << 16 else np.uint32
-
-
 def save_trace(path: str | os.PathLike, trace: Trace) -> None:
     """npz: availability bit-packed per round, prob float32, snapshot in the smallest unsigned int, params JSON."""
     arrays = {"available_bits": np.packbits(trace.available, axis=1, bitorder="little"),
@@ -66,7 +62,7 @@ def save_trace(path: str | os.PathLike, trace: Trace) -> None:
     if trace.prob is not None:
         arrays["prob"] = trace.prob.astype(np.float32)
     if trace.snapshot is not None:
-        arrays["snapshot"] = trace.snapshot.astype(_index_dtype(trace.available.shape[1]))
+        arrays["snapshot"] = trace.snapshot.astype(np.min_scalar_type(trace.available.shape[1] - 1))
     write_npz(path, arrays)
 
 

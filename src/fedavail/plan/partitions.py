@@ -112,12 +112,21 @@ class HeteroDirichlet(DirichletScheme):
         m, alpha, min_size = self.num_clients, self.alpha, self.min_size
         if labels.size < m * min_size:
             raise ValueError(f"{WHAT} 'min_size': {m} clients x {min_size} exceeds the {labels.size} samples")
-        cap = labels.size / m
         supply = np.bincount(labels, minlength=num_classes)
         for _attempt in range(self.max_retries):
-            counts = _hetero_dirichlet_counts(supply, m, alpha, cap, rng)
-            if counts is not None and counts.sum(axis=1).min() >= min_size:
-                return _owners_from_counts(labels, counts, rng), None
+            counts = np.zeros((m, num_classes), dtype=np.int64)
+            sizes = np.zeros(m, dtype=np.int64)
+            for c, n_c in enumerate(supply):
+                shares = rng.dirichlet(np.full(m, float(alpha))) * (sizes < labels.size / m)
+                total = shares.sum()
+                if total == 0:
+                    break
+                cuts = (np.cumsum(shares / total) * n_c).astype(np.int64)[:-1]
+                counts[:, c] = np.diff(np.concatenate([[0], cuts, [n_c]]))
+                sizes += counts[:, c]
+            else:
+                if sizes.min() >= min_size:
+                    return _owners_from_counts(labels, counts, rng), None
         raise ValueError(f"{WHAT} 'max_retries': hetero_dirichlet with alpha={alpha}, {m} clients and "
                          f"min_size={min_size} found no split after {self.max_retries} attempts (seed {seed}); raise "
                          f"max_retries or alpha, or lower min_size")
@@ -264,17 +273,3 @@ def _fill_quotas(need: np.ndarray, supply: np.ndarray, nu: np.ndarray, rng: np.r
         supply -= granted.sum(axis=0)
     return counts
 
-
-def _hetero_dirichlet_counts(supply, m, alpha, cap, rng) -> np.ndarray | None:
-    """One attempt's counts[i, c] (None when the renormalisation is 0/0)."""
-    counts = np.zeros((m, supply.size), dtype=np.int64)
-    sizes = np.zeros(m, dtype=np.int64)
-    for c, n_c in enumerate(supply):
-        shares = rng.dirichlet(np.full(m, float(alpha))) * (sizes < cap)
-        total = shares.sum()
-        if total == 0:
-            return None
-        cuts = (np.cumsum(shares / total) * n_c).astype(np.int64)[:-1]
-        counts[:, c] = np.diff(np.concatenate([[0], cuts, [n_c]]))
-        sizes += counts[:, c]
-    return counts

@@ -283,8 +283,7 @@ class CyclicTrace(TraceModel):
 
 
 def check_someone_available(value, key: str, per: str = "client") -> None:
-    """`value`: probabilities, one or a list, not all 0 (no client would ever be available, no round would have
-    participants)."""
+    """`value`: probabilities, one or a list, not all 0 (else no round would have participants)."""
     check_probabilities(value, key, True, WHAT)
     if not np.any(np.asarray(value, dtype=np.float64) > 0):
         raise ValueError(f"{WHAT} {key!r} is 0 for every {per}: no client is ever available; give some {per} a "

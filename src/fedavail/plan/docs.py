@@ -120,20 +120,13 @@ def generated_part(text: str) -> str:
     return text[start:end]
 
 
-def options_tables() -> dict[str, list[str]]:
-    """The tables of docs/algorithms.md, by what they list: each algorithm's options (its own first), training.local."""
-    common = [f.name for f in fields(AlgorithmOptions)]
-    tables = {}
-    for name, cls in algorithm_options().items():
-        tables[f"algorithm: {name}"] = table(cls, keys=sorted(cls.hyperparameters(), key=lambda key: key in common))
-    tables["training.local"] = table(LocalOptions)
-    return tables
-
-
 def with_options_tables(text: str) -> str:
-    """docs/algorithms.md's text with every options table generated anew between its marker lines; ValueError when
-    a table has none."""
-    for what, rows in options_tables().items():
+    """docs/algorithms.md's text with every options table generated anew between its marker lines: each algorithm's
+    options (its own first), training.local; ValueError when a table has none."""
+    common = [f.name for f in fields(AlgorithmOptions)]
+    tables = {f"algorithm: {name}": table(cls, keys=sorted(cls.hyperparameters(), key=lambda key: key in common))
+              for name, cls in algorithm_options().items()}
+    for what, rows in {**tables, "training.local": table(LocalOptions)}.items():
         start = OPTIONS_START.format(what)
         if text.count(start) != 1 or OPTIONS_END not in text.split(start)[-1]:
             raise ValueError(f"docs/algorithms.md: the options of {what} need one line {start} and, below it, a line "

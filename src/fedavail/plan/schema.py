@@ -124,12 +124,6 @@ def algorithm_entry() -> dict:
             "required": ["algorithm"]}
 
 
-def report_entry() -> dict:
-    """A report: its kind and the keys every kind takes (each kind's own: fedavail.plan.reports.parse_report)."""
-    properties = {**block(Report)["properties"], "kind": {"enum": sorted(KINDS)}}
-    return {"type": "object", "properties": properties, "required": ["kind"]}
-
-
 def generate() -> dict:
     # training.local's lr may be each algorithm entry's own; the block is read only through
     # fedavail.plan.local.resolve_local, where a null is the default.
@@ -163,7 +157,9 @@ def generate() -> dict:
                         "description": "cross-experiment tables and figures, keyed by name, each written to "
                                        "results/reports/<name>/; each kind's keys are the fields of its spec in "
                                        "fedavail.plan.reports (KINDS)",
-                        "additionalProperties": report_entry()},
+                        "additionalProperties": {"type": "object", "properties": {**block(Report)["properties"],
+                                                                                 "kind": {"enum": sorted(KINDS)}},
+                                                 "required": ["kind"]}},
         },
         "required": ["seeds", "partitions", "traces", "algorithms", "experiments"],
         "additionalProperties": False,

@@ -162,33 +162,25 @@ def check_combinations(config: dict, entries: Entries) -> None:
         if samples is not None and clients is not None and clients > samples:
             raise ConfigError(f"partitions.{name}.num_clients: {clients} clients, but {partition['dataset']} has "
                               f"only {samples} training samples")
-    for name, trace in entries.traces.items():
-        _check_trace_combinations(config, name, trace)
+    for name, spec in entries.traces.items():
+        if spec["num_clients"] is not None:
+            _wrap(f"traces.{name}", check_trace_for, spec, spec["num_clients"])
+        if spec["model"] == "fedswe" and spec["class_mix"] == "nu":
+            scheme = config["partitions"][spec["partition"]]["scheme"]
+            if scheme not in SCHEMES_DRAWING_NU:
+                raise ConfigError(f"traces.{name}.class_mix: 'nu' (the default) needs a partition that draws ν_i "
+                                  f"({', '.join(SCHEMES_DRAWING_NU)}); partition {spec['partition']!r} uses "
+                                  f"{scheme!r}: set class_mix: empirical")
     for name, experiment in config["experiments"].items():
-        _check_batch_size(config, name, experiment)
-        trace = entries.traces[experiment["trace"]]
+        dataset = config["partitions"][experiment["partition"]]["dataset"]
+        samples = TRAIN_SAMPLES.get(dataset)
+        batch_size = (experiment["training"].get("local") or {}).get("batch_size", LocalOptions.batch_size)
+        if samples is not None and batch_size > samples:
+            raise ConfigError(f"experiments.{name}.training.local.batch_size: {batch_size} samples per minibatch, "
+                              f"but {dataset} has only {samples} training samples; lower it")
         for algorithm in experiment["algorithms"]:
-            _check_algorithm_on_trace(name, experiment["trace"], trace, algorithm, entries.algorithms[algorithm])
-
-
-def _check_batch_size(config: dict, name: str, experiment: dict) -> None:
-    dataset = config["partitions"][experiment["partition"]]["dataset"]
-    samples = TRAIN_SAMPLES.get(dataset)
-    batch_size = (experiment["training"].get("local") or {}).get("batch_size", LocalOptions.batch_size)
-    if samples is not None and batch_size > samples:
-        raise ConfigError(f"experiments.{name}.training.local.batch_size: {batch_size} samples per minibatch, but "
-                          f"{dataset} has only {samples} training samples; lower it")
-
-
-def _check_trace_combinations(config: dict, name: str, spec: dict) -> None:
-    if spec["num_clients"] is not None:
-        _wrap(f"traces.{name}", check_trace_for, spec, spec["num_clients"])
-    if spec["model"] == "fedswe" and spec["class_mix"] == "nu":
-        scheme = config["partitions"][spec["partition"]]["scheme"]
-        if scheme not in SCHEMES_DRAWING_NU:
-            raise ConfigError(f"traces.{name}.class_mix: 'nu' (the default) needs a partition that draws ν_i "
-                              f"({', '.join(SCHEMES_DRAWING_NU)}); partition {spec['partition']!r} uses "
-                              f"{scheme!r}: set class_mix: empirical")
+            _check_algorithm_on_trace(name, experiment["trace"], entries.traces[experiment["trace"]], algorithm,
+                                      entries.algorithms[algorithm])
 
 
 def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, algorithm: str,

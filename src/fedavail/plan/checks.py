@@ -91,7 +91,6 @@ def resolve_entries(config: dict) -> Entries:
 
 
 def _wrap(key: str, validate, *args):
-    """validate(*args), its ValueError or TypeError re-raised as a ConfigError under `key`."""
     try:
         return validate(*args)
     except (ValueError, TypeError) as error:

@@ -26,7 +26,6 @@ HEADER = ("# Generated from the plan layer (fedavail.plan.schema) by `python -m 
 
 _JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", list: "array", tuple: "array",
                dict: "object", type(None): "null"}
-SEEDS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True}
 
 
 def value_schema(hint) -> dict:
@@ -137,8 +136,8 @@ def generate() -> dict:
                        "partition and trace. docs/configuration.md describes every key.",
         "type": "object",
         "properties": {
-            "seeds": {**SEEDS, "description": "every experiment runs once per seed; partitions and traces are drawn "
-                                              "per seed"},
+            "seeds": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True,
+                      "description": "every experiment runs once per seed; partitions and traces are drawn per seed"},
             "execution": {**block(ExecutionOptions, fill_defaults=True), "default": {},
                           "description": ExecutionOptions.__doc__.split(": ", 1)[1]},
             "datasets": {"type": "object", "description": "per-dataset preparation options, keyed by dataset name",

@@ -11,12 +11,10 @@ import typing
 from fedavail.plan.algorithms.base import REGISTERED, AlgorithmOptions
 from fedavail.plan.options import has_type, type_name
 
-NOT_ALGORITHMS = frozenset({"base"})
-
 
 @functools.cache
 def known_algorithms() -> tuple[str, ...]:
-    return tuple(sorted(module.name for module in pkgutil.iter_modules(__path__) if module.name not in NOT_ALGORITHMS))
+    return tuple(sorted(module.name for module in pkgutil.iter_modules(__path__) if module.name != "base"))
 
 
 def algorithm_options() -> dict[str, type[AlgorithmOptions]]:

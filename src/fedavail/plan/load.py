@@ -96,7 +96,6 @@ StrictLoader.yaml_implicit_resolvers = {
 StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
 StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
 StrictLoader.add_implicit_resolver(_AMBIGUOUS_TAG, _AMBIGUOUS_NUMBER, list("-+0123456789"))
-StrictLoader.add_constructor("tag:yaml.org,2002:map", StrictLoader.construct_yaml_map)
 StrictLoader.add_constructor(_AMBIGUOUS_TAG, StrictLoader.construct_ambiguous_number)
 
 

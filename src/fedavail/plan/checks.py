@@ -3,7 +3,6 @@ error names the key path (`partitions.p.alpha: ...`)."""
 
 import math
 import re
-from dataclasses import dataclass
 
 from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -63,20 +62,11 @@ def check_finite(value, key: str = "config") -> None:
         raise ConfigError(f"{key.removeprefix('config.')}: {value} is not a finite number")
 
 
-@dataclass(frozen=True)
-class Entries:
-    """Every entry of a config resolved once, every default filled in: the settings jobs receive."""
-
-    execution: ExecutionOptions
-    partitions: dict[str, dict]  # name -> the partition job's spec (fedavail.plan.config.partition_spec)
-    traces: dict[str, dict]  # name -> the trace job's spec (trace_spec)
-    algorithms: dict[str, AlgorithmOptions]
-    local: dict[str, dict[str, dict]]  # experiment -> algorithm -> its training.local (local_spec)
-
-
-def resolve_entries(config: dict) -> Entries:
+def resolve_entries(config: dict) -> tuple:
     """Raise ConfigError naming the first key of a partition, trace, algorithm, experiment or the execution block
-    that cannot run, or a cross-reference that names nothing; else every entry resolved."""
+    that cannot run, or a cross-reference that names nothing; else every entry resolved once, every default filled
+    in: the execution options, each partition's and trace's job spec, each algorithm's options, and each experiment's
+    training.local by algorithm (local_spec)."""
     execution = _typed(ExecutionOptions, config.get("execution", {}), "execution")
     partitions = {}
     for name, spec in config["partitions"].items():
@@ -87,7 +77,7 @@ def resolve_entries(config: dict) -> Entries:
     algorithms = {name: _wrap(f"algorithms.{name}", resolve_algorithm, spec["algorithm"],
                               without(spec, "algorithm", "lr")) for name, spec in config["algorithms"].items()}
     local = {name: _resolve_experiment(config, name, traces) for name in config["experiments"]}
-    return Entries(execution, partitions, traces, algorithms, local)
+    return execution, partitions, traces, algorithms, local
 
 
 def _wrap(key: str, validate, *args):
@@ -154,14 +144,14 @@ def _typed(cls, values: dict, where: str):
         raise ConfigError(f"{where}.{error}") from error
 
 
-def check_combinations(config: dict, entries: Entries) -> None:
+def check_combinations(config: dict, traces: dict[str, dict], algorithms: dict[str, AlgorithmOptions]) -> None:
     for name, partition in config["partitions"].items():
         samples = TRAIN_SAMPLES.get(partition["dataset"])
         clients = partition.get("num_clients")
         if samples is not None and clients is not None and clients > samples:
             raise ConfigError(f"partitions.{name}.num_clients: {clients} clients, but {partition['dataset']} has "
                               f"only {samples} training samples")
-    for name, spec in entries.traces.items():
+    for name, spec in traces.items():
         if spec["num_clients"] is not None:
             _wrap(f"traces.{name}", check_trace_for, spec, spec["num_clients"])
         if spec["model"] == "fedswe" and spec["class_mix"] == "nu":
@@ -178,8 +168,8 @@ def check_combinations(config: dict, entries: Entries) -> None:
             raise ConfigError(f"experiments.{name}.training.local.batch_size: {batch_size} samples per minibatch, "
                               f"but {dataset} has only {samples} training samples; lower it")
         for algorithm in experiment["algorithms"]:
-            _check_algorithm_on_trace(name, experiment["trace"], entries.traces[experiment["trace"]], algorithm,
-                                      entries.algorithms[algorithm])
+            _check_algorithm_on_trace(name, experiment["trace"], traces[experiment["trace"]], algorithm,
+                                      algorithms[algorithm])
 
 
 def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, algorithm: str,

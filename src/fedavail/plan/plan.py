@@ -107,13 +107,12 @@ def build_plan(config: dict) -> Plan:
     first key whose value cannot run (fedavail.plan.checks)."""
     check_names(config)
     check_finite(config)
-    entries = resolve_entries(config)
-    check_combinations(config, entries)
+    execution, partitions, traces, algorithms, local = resolve_entries(config)
+    check_combinations(config, traces, algorithms)
     reports = parse_checked_reports(config)
     experiments = {name: ExperimentPlan(spec["partition"], spec["trace"], tuple(spec["algorithms"]),
-                                        tuple(experiment_seeds(config, name)), spec["training"], entries.local[name])
+                                        tuple(experiment_seeds(config, name)), spec["training"], local[name])
                    for name, spec in config["experiments"].items()}
     datasets = {name: dict((config.get("datasets") or {}).get(name, {}))
                 for name in {spec["dataset"] for spec in config["partitions"].values()}}
-    return Plan(config, entries.execution, datasets, entries.partitions, entries.traces, entries.algorithms,
-                experiments, reports)
+    return Plan(config, execution, datasets, partitions, traces, algorithms, experiments, reports)

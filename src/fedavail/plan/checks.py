@@ -15,12 +15,12 @@ from fedavail.plan.partitions import SCHEMES_DRAWING_NU
 from fedavail.plan.reports import Report, parse_reports
 from fedavail.plan.traces import TRACE_MODELS, check_trace_for, records_prob
 
-# A name becomes a folder (results/runs/<experiment>/<algorithm>/...) and part of shell commands: letters, digits and
-# . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter).
+# A name becomes a folder (results/runs/<experiment>/<algorithm>/...), file names and part of shell commands: letters,
+# digits and . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter), and
+# well below the 255 bytes of a file name.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-NAMED_SECTIONS = ("experiments", "algorithms", "partitions", "traces", "reports", "datasets")
-# Names become folders and file names (results/runs/<experiment>/<algorithm>/..., well below the 255 bytes of one).
 MAX_NAME_LENGTH = 100
+NAMED_SECTIONS = ("experiments", "algorithms", "partitions", "traces", "reports", "datasets")
 
 # Training samples of each image dataset (text datasets depend on their options and use the natural scheme).
 TRAIN_SAMPLES = {"fashion_mnist": 60000, "cifar10": 50000, "svhn": 73257, "cinic10": 90000, "mnist5k": 4000,

@@ -3,7 +3,6 @@ error names the key path (`partitions.p.alpha: ...`)."""
 
 import math
 import re
-from dataclasses import dataclass
 
 from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -16,12 +15,12 @@ from fedavail.plan.partitions import SCHEMES_DRAWING_NU
 from fedavail.plan.reports import Report, parse_reports
 from fedavail.plan.traces import TRACE_MODELS, check_trace_for, records_prob
 
-# A name becomes a folder (results/runs/<experiment>/<algorithm>/...) and part of shell commands: letters, digits and
-# . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter).
+# A name becomes a folder (results/runs/<experiment>/<algorithm>/...), file names and part of shell commands: letters,
+# digits and . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter), and
+# well below the 255 bytes of a file name.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-NAMED_SECTIONS = ("experiments", "algorithms", "partitions", "traces", "reports", "datasets")
-# Names become folders and file names (results/runs/<experiment>/<algorithm>/..., well below the 255 bytes of one).
 MAX_NAME_LENGTH = 100
+NAMED_SECTIONS = ("experiments", "algorithms", "partitions", "traces", "reports", "datasets")
 
 # Training samples of each image dataset (text datasets depend on their options and use the natural scheme).
 TRAIN_SAMPLES = {"fashion_mnist": 60000, "cifar10": 50000, "svhn": 73257, "cinic10": 90000, "mnist5k": 4000,
@@ -63,20 +62,11 @@ def check_finite(value, key: str = "config") -> None:
         raise ConfigError(f"{key.removeprefix('config.')}: {value} is not a finite number")
 
 
-@dataclass(frozen=True)
-class Entries:
-    """Every entry of a config resolved once, every default filled in: the settings jobs receive."""
-
-    execution: ExecutionOptions
-    partitions: dict[str, dict]  # name -> the partition job's spec (fedavail.plan.config.partition_spec)
-    traces: dict[str, dict]  # name -> the trace job's spec (trace_spec)
-    algorithms: dict[str, AlgorithmOptions]
-    local: dict[str, dict[str, dict]]  # experiment -> algorithm -> its training.local (local_spec)
-
-
-def resolve_entries(config: dict) -> Entries:
+def resolve_entries(config: dict) -> tuple:
     """Raise ConfigError naming the first key of a partition, trace, algorithm, experiment or the execution block
-    that cannot run, or a cross-reference that names nothing; else every entry resolved."""
+    that cannot run, or a cross-reference that names nothing; else every entry resolved once, every default filled
+    in: the execution options, each partition's and trace's job spec, each algorithm's options, and each experiment's
+    training.local by algorithm (local_spec)."""
     execution = _typed(ExecutionOptions, config.get("execution", {}), "execution")
     partitions = {}
     for name, spec in config["partitions"].items():
@@ -87,11 +77,10 @@ def resolve_entries(config: dict) -> Entries:
     algorithms = {name: _wrap(f"algorithms.{name}", resolve_algorithm, spec["algorithm"],
                               without(spec, "algorithm", "lr")) for name, spec in config["algorithms"].items()}
     local = {name: _resolve_experiment(config, name, traces) for name in config["experiments"]}
-    return Entries(execution, partitions, traces, algorithms, local)
+    return execution, partitions, traces, algorithms, local
 
 
 def _wrap(key: str, validate, *args):
-    """validate(*args), its ValueError or TypeError re-raised as a ConfigError under `key`."""
     try:
         return validate(*args)
     except (ValueError, TypeError) as error:
@@ -155,40 +144,32 @@ def _typed(cls, values: dict, where: str):
         raise ConfigError(f"{where}.{error}") from error
 
 
-def check_combinations(config: dict, entries: Entries) -> None:
+def check_combinations(config: dict, traces: dict[str, dict], algorithms: dict[str, AlgorithmOptions]) -> None:
     for name, partition in config["partitions"].items():
         samples = TRAIN_SAMPLES.get(partition["dataset"])
         clients = partition.get("num_clients")
         if samples is not None and clients is not None and clients > samples:
             raise ConfigError(f"partitions.{name}.num_clients: {clients} clients, but {partition['dataset']} has "
                               f"only {samples} training samples")
-    for name, trace in entries.traces.items():
-        _check_trace_combinations(config, name, trace)
+    for name, spec in traces.items():
+        if spec["num_clients"] is not None:
+            _wrap(f"traces.{name}", check_trace_for, spec, spec["num_clients"])
+        if spec["model"] == "fedswe" and spec["class_mix"] == "nu":
+            scheme = config["partitions"][spec["partition"]]["scheme"]
+            if scheme not in SCHEMES_DRAWING_NU:
+                raise ConfigError(f"traces.{name}.class_mix: 'nu' (the default) needs a partition that draws ν_i "
+                                  f"({', '.join(SCHEMES_DRAWING_NU)}); partition {spec['partition']!r} uses "
+                                  f"{scheme!r}: set class_mix: empirical")
     for name, experiment in config["experiments"].items():
-        _check_batch_size(config, name, experiment)
-        trace = entries.traces[experiment["trace"]]
+        dataset = config["partitions"][experiment["partition"]]["dataset"]
+        samples = TRAIN_SAMPLES.get(dataset)
+        batch_size = (experiment["training"].get("local") or {}).get("batch_size", LocalOptions.batch_size)
+        if samples is not None and batch_size > samples:
+            raise ConfigError(f"experiments.{name}.training.local.batch_size: {batch_size} samples per minibatch, "
+                              f"but {dataset} has only {samples} training samples; lower it")
         for algorithm in experiment["algorithms"]:
-            _check_algorithm_on_trace(name, experiment["trace"], trace, algorithm, entries.algorithms[algorithm])
-
-
-def _check_batch_size(config: dict, name: str, experiment: dict) -> None:
-    dataset = config["partitions"][experiment["partition"]]["dataset"]
-    samples = TRAIN_SAMPLES.get(dataset)
-    batch_size = (experiment["training"].get("local") or {}).get("batch_size", LocalOptions.batch_size)
-    if samples is not None and batch_size > samples:
-        raise ConfigError(f"experiments.{name}.training.local.batch_size: {batch_size} samples per minibatch, but "
-                          f"{dataset} has only {samples} training samples; lower it")
-
-
-def _check_trace_combinations(config: dict, name: str, spec: dict) -> None:
-    if spec["num_clients"] is not None:
-        _wrap(f"traces.{name}", check_trace_for, spec, spec["num_clients"])
-    if spec["model"] == "fedswe" and spec["class_mix"] == "nu":
-        scheme = config["partitions"][spec["partition"]]["scheme"]
-        if scheme not in SCHEMES_DRAWING_NU:
-            raise ConfigError(f"traces.{name}.class_mix: 'nu' (the default) needs a partition that draws ν_i "
-                              f"({', '.join(SCHEMES_DRAWING_NU)}); partition {spec['partition']!r} uses "
-                              f"{scheme!r}: set class_mix: empirical")
+            _check_algorithm_on_trace(name, experiment["trace"], traces[experiment["trace"]], algorithm,
+                                      algorithms[algorithm])
 
 
 def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, algorithm: str,

@@ -71,7 +71,6 @@ def stated_trace(config: dict, name: str) -> dict:
 
 
 def trace_spec(config: dict, name: str) -> dict:
-    """stated_trace with every default filled in."""
     return full_trace_spec(stated_trace(config, name))
 
 

@@ -11,7 +11,6 @@ DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
 # Rounds of a run or a trace: 5 times the longest paper run (20,000), days of training at seconds a round. A run
 # keeps a metrics row per round in memory and in its checkpoints, a trace several arrays of rounds x clients.
 MAX_ROUNDS = 100_000
-AUGMENTATION_DRAWS = ("per_image", "per_batch")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,7 +21,7 @@ class AugmentationOptions:
     horizontal_flip: bool = option(False, "flip each image horizontally with probability 1/2")
     draw: str = option("per_image", "per_image: each image its own crop offset and flip; per_batch: one draw for the "
                        "whole minibatch (torchvision's transforms called on a batch tensor, as the FedAWE code does)",
-                       choices=AUGMENTATION_DRAWS)
+                       choices=("per_image", "per_batch"))
 
     @property
     def active(self) -> bool:
@@ -30,8 +29,7 @@ class AugmentationOptions:
 
     def __post_init__(self):
         check_choices(self, "training.augmentation")
-        if isinstance(self.crop_padding, bool) or not isinstance(self.crop_padding, int) or self.crop_padding < 0:
-            raise ValueError(f"crop_padding: must be an integer >= 0, got {self.crop_padding!r}")
+        _integers(self, 0, "crop_padding")
         if not isinstance(self.horizontal_flip, bool):
             raise ValueError(f"horizontal_flip: must be true or false, got {self.horizontal_flip!r}")
 
@@ -51,7 +49,7 @@ class TrainingOptions:
     def __post_init__(self):
         if self.model not in MODEL_NAMES:
             raise ValueError(f"model: unknown model {self.model!r}; known: {MODEL_NAMES}")
-        _positive_integers(self, "rounds", "eval_every", "last_n", "train_eval_samples")
+        _integers(self, 1, "rounds", "eval_every", "last_n", "train_eval_samples")
         if self.rounds > MAX_ROUNDS:
             raise ValueError(f"rounds: {self.rounds:,} rounds, more than MAX_ROUNDS = {MAX_ROUNDS:,}; lower it")
         if self.last_n > self.rounds:
@@ -100,18 +98,18 @@ class ExecutionOptions:
             raise ValueError(f"seeds_per_job: must be 1 or all, got {self.seeds_per_job!r}")
         if self.batched not in ("auto", True, False):
             raise ValueError(f"batched: must be auto, true or false, got {self.batched!r}")
-        _positive_integers(self, "train_threads", "checkpoint_every", "log_every")
+        _integers(self, 1, "train_threads", "checkpoint_every", "log_every")
         if not isinstance(self.device, str) or not DEVICE.fullmatch(self.device):
             raise ValueError(f"device: {self.device!r} is not auto, cpu, cuda or cuda:N")
         if not is_number(self.seconds_per_round) or self.seconds_per_round <= 0:
             raise ValueError(f"seconds_per_round: must be > 0, got {self.seconds_per_round!r}")
 
 
-def _positive_integers(options, *keys: str) -> None:
+def _integers(options, minimum: int, *keys: str) -> None:
     for key in keys:
         value = getattr(options, key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{key}: must be an integer >= 1, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{key}: must be an integer >= {minimum}, got {value!r}")
 
 
 def _distinct(values, kind: type) -> bool:

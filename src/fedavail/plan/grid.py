@@ -3,6 +3,7 @@ patterns of reports and claim grids, expanded into plain named entries before th
 downstream sees them (docs/configuration.md, "Grids"). A config expands to at most MAX_GRID_CELLS cells (all its
 grids together, each counted before it is expanded) and MAX_RUNS training runs."""
 
+import functools
 import itertools
 import math
 import string
@@ -149,14 +150,9 @@ def _combinations(key: str, entry: dict, budget: _CellBudget, outer: dict | None
         raise ConfigError(f"{key}.grid: axis {clash[0]!r} is already an axis of the enclosing grid")
     budget.take(key, axes)
     base = {k: v for k, v in entry.items() if k != "grid"}
-    cells = []
-    for combination in itertools.product(*axes.values()):
-        values = {**(outer or {}), **{axis: value for axis, (value, _) in zip(axes, combination)}}
-        cell = base
-        for _, overrides in combination:
-            cell = merge(cell, overrides)
-        cells.append((values, cell))
-    return cells
+    return [({**(outer or {}), **{axis: value for axis, (value, _) in zip(axes, combination)}},
+             functools.reduce(merge, (overrides for _, overrides in combination), base))
+            for combination in itertools.product(*axes.values())]
 
 
 def _with_claims(key: str, report, budget: _CellBudget):

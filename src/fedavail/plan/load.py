@@ -1,7 +1,4 @@
-"""Loading a config: `load` is the one entry point (the Snakefile calls it) and returns its Plan: the files read
-strictly and merged in order, grids and sets expanded (load_config), validated against the JSON schema with its
-defaults filled in (fedavail.plan.schema, written out as workflow/schemas/config.schema.yaml), then checked and
-resolved (fedavail.plan.plan.build_plan).
+"""Loading a config: `load` is the one entry point (the Snakefile calls it) and returns its Plan.
 
 Strict reading: a key twice in one mapping is an error, and numbers in scientific notation (1e-3) are numbers, as in
 YAML 1.2 (PyYAML follows YAML 1.1, which reads them as strings). A plain scalar that YAML 1.1 reads as another number
@@ -99,7 +96,6 @@ StrictLoader.yaml_implicit_resolvers = {
 StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
 StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
 StrictLoader.add_implicit_resolver(_AMBIGUOUS_TAG, _AMBIGUOUS_NUMBER, list("-+0123456789"))
-StrictLoader.add_constructor("tag:yaml.org,2002:map", StrictLoader.construct_yaml_map)
 StrictLoader.add_constructor(_AMBIGUOUS_TAG, StrictLoader.construct_ambiguous_number)
 
 

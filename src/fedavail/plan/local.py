@@ -68,9 +68,10 @@ def resolve_local(local: dict | None, algorithm_lr: float | None, where: str) ->
     """The experiment's `training.local` block with the algorithm's own lr, checked (errors name the key under
     `where`), every default filled in."""
     values = dict(local or {})
-    unknown = sorted(set(values) - {f.name for f in fields(LocalOptions)})
+    allowed = sorted(f.name for f in fields(LocalOptions))
+    unknown = sorted(set(values) - set(allowed))
     if unknown:
-        raise ValueError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(f.name for f in fields(LocalOptions))})")
+        raise ValueError(f"{where}.{unknown[0]}: unknown key (allowed: {allowed})")
     if "lr" in values:
         _positive(values["lr"], "lr", where)  # the block's own lr, checked also where an algorithm's replaces it
     if algorithm_lr is not None:
@@ -122,22 +123,17 @@ def _check(o: LocalOptions, where: str) -> None:
         raise ValueError(f"{where}.milestones: only used by schedule 'multistep' (schedule is {o.schedule!r})")
     if (o.steps is None) == (o.epochs is None):
         raise ValueError(f"{where}: give either steps or epochs, not both")
-    if o.steps is not None:
-        _positive(o.steps, "steps", where, integer=True)
-        if o.max_steps is not None:
-            raise ValueError(f"{where}.max_steps: caps epochs; with steps the count is already fixed")
-    else:
-        _positive(o.epochs, "epochs", where, integer=True)
-        if o.max_steps is not None:
-            _positive(o.max_steps, "max_steps", where, integer=True)
+    if o.steps is not None and o.max_steps is not None:
+        raise ValueError(f"{where}.max_steps: caps epochs; with steps the count is already fixed")
+    for name in ("steps", "epochs", "max_steps", "grad_clip"):
+        if getattr(o, name) is not None:
+            _positive(getattr(o, name), name, where, integer=name != "grad_clip")
     _positive(o.batch_size, "batch_size", where, integer=True)
     if o.batch_size > MAX_BATCH_SIZE:
         raise ValueError(f"{where}.batch_size: {o.batch_size} samples per minibatch, more than MAX_BATCH_SIZE = "
                          f"{MAX_BATCH_SIZE}; lower it")
     if not isinstance(o.shuffle, bool):
         raise ValueError(f"{where}.shuffle: must be true or false, got {o.shuffle!r}")
-    if o.grad_clip is not None:
-        _positive(o.grad_clip, "grad_clip", where)
     if o.optimizer == "sgd" and o.optimizer_state == "persistent":
         raise ValueError(f"{where}.optimizer_state: plain sgd has no state to persist (optimizer is 'sgd')")
 

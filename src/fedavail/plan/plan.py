@@ -9,7 +9,7 @@ from functools import cached_property
 
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
-from fedavail.plan.config import Run, as_json
+from fedavail.plan.config import Run, as_json, experiment_seeds
 from fedavail.plan.experiments import ExecutionOptions
 from fedavail.plan.reports import Report
 from fedavail.plan.sources import executed_algorithms, training_code_sha256
@@ -107,14 +107,12 @@ def build_plan(config: dict) -> Plan:
     first key whose value cannot run (fedavail.plan.checks)."""
     check_names(config)
     check_finite(config)
-    entries = resolve_entries(config)
-    check_combinations(config, entries)
+    execution, partitions, traces, algorithms, local = resolve_entries(config)
+    check_combinations(config, traces, algorithms)
     reports = parse_checked_reports(config)
     experiments = {name: ExperimentPlan(spec["partition"], spec["trace"], tuple(spec["algorithms"]),
-                                        tuple(spec.get("seeds", config["seeds"])), spec["training"],
-                                        entries.local[name])
+                                        tuple(experiment_seeds(config, name)), spec["training"], local[name])
                    for name, spec in config["experiments"].items()}
     datasets = {name: dict((config.get("datasets") or {}).get(name, {}))
                 for name in {spec["dataset"] for spec in config["partitions"].values()}}
-    return Plan(config, entries.execution, datasets, entries.partitions, entries.traces, entries.algorithms,
-                experiments, reports)
+    return Plan(config, execution, datasets, partitions, traces, algorithms, experiments, reports)

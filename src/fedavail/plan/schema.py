@@ -26,7 +26,6 @@ HEADER = ("# Generated from the plan layer (fedavail.plan.schema) by `python -m 
 
 _JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", list: "array", tuple: "array",
                dict: "object", type(None): "null"}
-SEEDS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True}
 
 
 def value_schema(hint) -> dict:
@@ -45,21 +44,6 @@ def value_schema(hint) -> dict:
     return schema
 
 
-def _setting(f, hint, fill_defaults: bool, null_given: bool = False) -> dict:
-    """A setting's schema. One whose default is null is left out to mean it, unless `null_given`: the config is also
-    read as written (fedavail.plan.config.trace_spec, experiment_seeds, the grids), where an explicit null would not
-    stand for the default."""
-    choices = f.metadata.get("choices", ())
-    schema = {"enum": list(choices)} if choices else value_schema(hint)
-    if default_of(f) is None and not null_given and isinstance(schema.get("type"), list):
-        schema["type"] = _type([kind for kind in schema["type"] if kind != "null"])
-    if fill_defaults and default_of(f) is not MISSING:
-        schema["default"] = default_of(f)
-    if f.metadata.get("doc"):
-        schema["description"] = f.metadata["doc"]
-    return schema
-
-
 def _type(kinds: list[str]):
     """A schema's `type`: the one type, or the list of them."""
     return kinds[0] if len(kinds) == 1 else kinds
@@ -69,20 +53,26 @@ def block(cls, fill_defaults: bool = False, nested: dict | None = None, optional
           null_given: bool = False) -> dict:
     """Dataclass `cls` as a closed mapping, the settings without a default required but those in `optional` (given
     elsewhere in the config). `nested`: setting -> the schema of its block, which states the setting's default (an
-    empty mapping) only where that block fills in its own defaults."""
-    nested = nested or {}
+    empty mapping) only where that block fills in its own defaults. A setting whose default is null is left out to
+    mean it, unless `null_given`: the config is also read as written (fedavail.plan.config.trace_spec,
+    experiment_seeds, the grids), where an explicit null would not stand for the default."""
     hints = typing.get_type_hints(cls)
     properties = {}
     for f in fields(cls):
-        if f.name in nested:
-            properties[f.name] = dict(nested[f.name])
-            fills = any("default" in prop for prop in nested[f.name]["properties"].values())
-            if fills and default_of(f) is not MISSING:
-                properties[f.name]["default"] = default_of(f)
-            if f.metadata.get("doc"):
-                properties[f.name]["description"] = f.metadata["doc"]
+        default = default_of(f)
+        if f.name in (nested or {}):
+            schema = dict(nested[f.name])
+            if default is not MISSING and any("default" in prop for prop in nested[f.name]["properties"].values()):
+                schema["default"] = default
         else:
-            properties[f.name] = _setting(f, hints[f.name], fill_defaults, null_given)
+            schema = {"enum": list(f.metadata["choices"])} if f.metadata.get("choices") else value_schema(hints[f.name])
+            if default is None and not null_given and isinstance(schema.get("type"), list):
+                schema["type"] = _type([kind for kind in schema["type"] if kind != "null"])
+            if fill_defaults and default is not MISSING:
+                schema["default"] = default
+        if f.metadata.get("doc"):
+            schema["description"] = f.metadata["doc"]
+        properties[f.name] = schema
     required = [f.name for f in fields(cls) if default_of(f) is MISSING and f.name not in optional]
     return {"type": "object", "properties": properties, **({"required": required} if required else {}),
             "additionalProperties": False}
@@ -93,9 +83,8 @@ def variants(tag: str, registry: dict, required: tuple[str, ...], common: dict |
     what any variant allows (which keys a variant takes, and their bounds, the plan layer checks)."""
     properties = {**(common or {}), tag: {"enum": list(registry)}}
     for cls in registry.values():
-        hints = typing.get_type_hints(cls)
-        for f in fields(cls):
-            properties[f.name] = _merged(properties.get(f.name), _setting(f, hints[f.name], fill_defaults=False))
+        for key, schema in block(cls)["properties"].items():
+            properties[key] = _merged(properties.get(key), schema)
     return {"type": "object", "properties": properties, "required": list(required)}
 
 
@@ -105,13 +94,13 @@ def _merged(known: dict | None, other: dict) -> dict:
         return other
     if "enum" in known and "enum" in other:
         return {**known, "enum": known["enum"] + [value for value in other["enum"] if value not in known["enum"]]}
-    kinds = [kind for schema in (known, other) for kind in _types(schema)]
+    kinds = [kind for schema in (known, other) for kind in json_types(schema)]
     merged = {**other, **known, "type": _type(list(dict.fromkeys(kinds)))}
     merged.pop("enum", None)
     return merged
 
 
-def _types(schema: dict) -> list[str]:
+def json_types(schema: dict) -> list[str]:
     if "enum" in schema:
         return list(dict.fromkeys(_JSON_TYPES[type(value)] for value in schema["enum"]))
     return schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
@@ -134,14 +123,6 @@ def algorithm_entry() -> dict:
             "required": ["algorithm"]}
 
 
-def report_entry() -> dict:
-    """A report: its kind and the keys every kind takes (each kind's own: fedavail.plan.reports.parse_report)."""
-    hints = typing.get_type_hints(Report)
-    properties = {f.name: _setting(f, hints[f.name], fill_defaults=False) for f in fields(Report)}
-    properties["kind"] = {"enum": sorted(KINDS)}
-    return {"type": "object", "properties": properties, "required": ["kind"]}
-
-
 def generate() -> dict:
     # training.local's lr may be each algorithm entry's own; the block is read only through
     # fedavail.plan.local.resolve_local, where a null is the default.
@@ -155,8 +136,8 @@ def generate() -> dict:
                        "partition and trace. docs/configuration.md describes every key.",
         "type": "object",
         "properties": {
-            "seeds": {**SEEDS, "description": "every experiment runs once per seed; partitions and traces are drawn "
-                                              "per seed"},
+            "seeds": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True,
+                      "description": "every experiment runs once per seed; partitions and traces are drawn per seed"},
             "execution": {**block(ExecutionOptions, fill_defaults=True), "default": {},
                           "description": ExecutionOptions.__doc__.split(": ", 1)[1]},
             "datasets": {"type": "object", "description": "per-dataset preparation options, keyed by dataset name",
@@ -175,7 +156,9 @@ def generate() -> dict:
                         "description": "cross-experiment tables and figures, keyed by name, each written to "
                                        "results/reports/<name>/; each kind's keys are the fields of its spec in "
                                        "fedavail.plan.reports (KINDS)",
-                        "additionalProperties": report_entry()},
+                        "additionalProperties": {"type": "object", "properties": {**block(Report)["properties"],
+                                                                                 "kind": {"enum": sorted(KINDS)}},
+                                                 "required": ["kind"]}},
         },
         "required": ["seeds", "partitions", "traces", "algorithms", "experiments"],
         "additionalProperties": False,

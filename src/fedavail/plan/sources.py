@@ -15,14 +15,14 @@ PACKAGE = Path(__file__).resolve().parents[1]
 TRAINING_ROOT = "fedavail.train"
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 @functools.cache
 def module_files() -> dict[str, Path]:
-    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    """Every fedavail module's file by the module's name."""
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
 
 
 @functools.cache

@@ -1,22 +1,20 @@
-"""The algorithm registry, torch-free. Algorithm `name` is two modules of that name: its options here (a frozen
-dataclass exported as OPTIONS, whose docstring cites the paper) and its behaviour in fedavail.algorithms.<name>
-(exported as ALGORITHM). Adding a module pair registers the algorithm, and a run imports only the modules of the
-algorithms it executes."""
+"""The algorithm registry, torch-free. Algorithm `name` is two modules of that name: its options here (a class declared
+@registered, whose docstring cites the paper) and its behaviour in fedavail.algorithms.<name> (exported as
+ALGORITHM). Adding a module pair registers the algorithm, and a run imports only the modules of the algorithms it
+executes."""
 
 import functools
 import importlib
 import pkgutil
 import typing
 
-from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.algorithms.base import REGISTERED, AlgorithmOptions
 from fedavail.plan.options import has_type, type_name
-
-NOT_ALGORITHMS = frozenset({"base"})
 
 
 @functools.cache
 def known_algorithms() -> tuple[str, ...]:
-    return tuple(sorted(module.name for module in pkgutil.iter_modules(__path__) if module.name not in NOT_ALGORITHMS))
+    return tuple(sorted(module.name for module in pkgutil.iter_modules(__path__) if module.name != "base"))
 
 
 def algorithm_options() -> dict[str, type[AlgorithmOptions]]:
@@ -28,7 +26,8 @@ def options_class(name: str) -> type[AlgorithmOptions]:
     """Algorithm `name`'s options class; ValueError naming the known algorithms when there is none."""
     if name not in known_algorithms():
         raise ValueError(f"unknown algorithm {name!r}; known: {list(known_algorithms())}")
-    return importlib.import_module(f"{__name__}.{name}").OPTIONS
+    importlib.import_module(f"{__name__}.{name}")
+    return REGISTERED[name]
 
 
 def check_hyperparameters(name: str, hyperparameters: dict) -> type[AlgorithmOptions]:

@@ -1,10 +1,20 @@
-"""The options every algorithm has. Each algorithm's own options are a frozen dataclass in its module of this package,
-which the algorithm class (fedavail.algorithms.<name>) inherits, so a config is checked without building anything."""
+"""The options every algorithm has. Each algorithm's own options are a subclass in its module of this package, declared
+@registered, which the algorithm class (fedavail.algorithms.<name>) inherits, so a config is checked without building
+anything."""
 
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from fedavail.plan.options import check_choices, option
+
+REGISTERED: dict[str, type] = {}  # algorithm name -> its options class, added when its options module is imported
+
+
+def registered(cls):
+    """`cls`, a frozen keyword-only dataclass, registered as the options of the algorithm its module is named after."""
+    cls = dataclass(frozen=True, kw_only=True)(cls)
+    REGISTERED[cls.__module__.rpartition(".")[2]] = cls
+    return cls
 
 
 @dataclass(frozen=True, kw_only=True)

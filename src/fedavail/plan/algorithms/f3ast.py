@@ -1,10 +1,7 @@
-from dataclasses import dataclass
-
-from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.options import option
+from fedavail.plan.algorithms.base import AlgorithmOptions, option, registered
 
 
-@dataclass(frozen=True, kw_only=True)
+@registered
 class F3ASTOptions(AlgorithmOptions):
     """F3AST (arXiv 2205.06730): availability-aware selection of K clients from learned rates."""
 
@@ -14,6 +11,3 @@ class F3ASTOptions(AlgorithmOptions):
                                 choices=("budget", "none"))
     BOUNDS = {"beta": ("in (0, 1]", lambda v: 0 < v <= 1),
               "clients_per_round": (">= 1 or null", lambda v: v is None or v >= 1)}
-
-
-OPTIONS = F3ASTOptions

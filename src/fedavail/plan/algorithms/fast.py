@@ -1,11 +1,8 @@
-from dataclasses import dataclass
-
 from fedavail.plan.algorithms import resolve_algorithm
-from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.options import option
+from fedavail.plan.algorithms.base import AlgorithmOptions, option, registered
 
 
-@dataclass(frozen=True, kw_only=True)
+@registered
 class FastOptions(AlgorithmOptions):
     """FAST (OpenReview H3AUl3pnlu): uniform snapshot rounds among the arbitrary ones; a base algorithm aggregates."""
 
@@ -41,6 +38,3 @@ class FastOptions(AlgorithmOptions):
     def hyperparameters(cls) -> list[str]:
         # global_lr belongs to the base algorithm: set it in base_hyperparameters.
         return [name for name in super().hyperparameters() if name != "global_lr"]
-
-
-OPTIONS = FastOptions

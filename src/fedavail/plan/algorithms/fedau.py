@@ -1,16 +1,10 @@
-from dataclasses import dataclass
-
-from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.options import option
+from fedavail.plan.algorithms.base import AlgorithmOptions, option, registered
 
 
-@dataclass(frozen=True, kw_only=True)
+@registered
 class FedAUOptions(AlgorithmOptions):
     """FedAU (arXiv 2306.03401): each update weighted by the client's estimated participation interval."""
 
     cutoff: int | None = option(50, "K ≥ 1: an absence this long is recorded as an interval (FedSWE App. H and the "
                                 "FedAWE code); null: no cutoff (IBM/fedau's default is 10^5)")
     BOUNDS = {"cutoff": ("a positive integer or null", lambda v: v is None or v >= 1)}
-
-
-OPTIONS = FedAUOptions

@@ -1,10 +1,7 @@
-from dataclasses import dataclass
-
-from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.options import option
+from fedavail.plan.algorithms.base import AlgorithmOptions, option, registered
 
 
-@dataclass(frozen=True, kw_only=True)
+@registered
 class FedAvgOptions(AlgorithmOptions):
     """FedAvg under availability (arXiv 1602.05629; the baselines of arXiv 2306.03401 and 2409.17446)."""
 
@@ -16,6 +13,3 @@ class FedAvgOptions(AlgorithmOptions):
 
     def needs_prob(self) -> bool:
         return self.weighting == "known"
-
-
-OPTIONS = FedAvgOptions

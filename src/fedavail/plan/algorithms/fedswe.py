@@ -1,10 +1,7 @@
-from dataclasses import dataclass
-
-from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.options import option
+from fedavail.plan.algorithms.base import AlgorithmOptions, option, registered
 
 
-@dataclass(frozen=True, kw_only=True)
+@registered
 class FedSWEOptions(AlgorithmOptions):
     """FedSWE (arXiv 2609.04763): adaptive innovation echoing and a global moving average; k = 0 is FedAWE (arXiv
     2409.17446)."""
@@ -13,6 +10,3 @@ class FedSWEOptions(AlgorithmOptions):
     echo_clip: float | None = option(None, "L2 clip of the averaged echoed update (the FedAWE authors' code uses 0.5); "
                                      "null: off")
     BOUNDS = {"k": (">= 0", lambda v: v >= 0), "echo_clip": ("positive or null", lambda v: v is None or v > 0)}
-
-
-OPTIONS = FedSWEOptions

@@ -1,11 +1,6 @@
-from dataclasses import dataclass
-
-from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.algorithms.base import AlgorithmOptions, registered
 
 
-@dataclass(frozen=True, kw_only=True)
+@registered
 class FedVARPOptions(AlgorithmOptions):
     """FedVARP (arXiv 2207.14130): SAGA-style variance reduction over clients."""
-
-
-OPTIONS = FedVARPOptions

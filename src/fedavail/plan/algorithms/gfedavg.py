@@ -1,10 +1,7 @@
-from dataclasses import dataclass
-
-from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.options import option
+from fedavail.plan.algorithms.base import AlgorithmOptions, option, registered
 
 
-@dataclass(frozen=True, kw_only=True)
+@registered
 class GFedAvgOptions(AlgorithmOptions):
     """Generalized FedAvg with amplification, gFedAvg (arXiv 2205.13648): a periodically amplified global step."""
 
@@ -12,6 +9,3 @@ class GFedAvgOptions(AlgorithmOptions):
                                   "asserts η ≥ 1; FedSWE App. H uses 10)")
     period: int = option(100, "P ≥ 1: rounds between amplified global steps (FedSWE App. H uses 100)")
     BOUNDS = {"amplification": (">= 1", lambda v: v >= 1), "period": (">= 1", lambda v: v >= 1)}
-
-
-OPTIONS = GFedAvgOptions

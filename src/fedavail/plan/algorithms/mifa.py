@@ -1,10 +1,7 @@
-from dataclasses import dataclass
-
-from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.options import option
+from fedavail.plan.algorithms.base import AlgorithmOptions, option, registered
 
 
-@dataclass(frozen=True, kw_only=True)
+@registered
 class MIFAOptions(AlgorithmOptions):
     """MIFA (arXiv 2106.04159): the server averages every client's latest stored update."""
 
@@ -12,6 +9,3 @@ class MIFAOptions(AlgorithmOptions):
                        "update until every client has taken part once", choices=("zero", "wait"))
     normalize: str = option("lr", "lr: stored updates rescaled to the current learning rate; raw: kept as made",
                             choices=("lr", "raw"))
-
-
-OPTIONS = MIFAOptions

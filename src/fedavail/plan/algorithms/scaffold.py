@@ -1,11 +1,6 @@
-from dataclasses import dataclass
-
-from fedavail.plan.algorithms.base import AlgorithmOptions
+from fedavail.plan.algorithms.base import AlgorithmOptions, registered
 
 
-@dataclass(frozen=True, kw_only=True)
+@registered
 class ScaffoldOptions(AlgorithmOptions):
     """SCAFFOLD (arXiv 1910.06378): control variates correct the client drift."""
-
-
-OPTIONS = ScaffoldOptions

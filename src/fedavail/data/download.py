@@ -10,6 +10,7 @@ import http.client
 import urllib.error
 import urllib.request
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,15 @@ class DatasetError(RuntimeError):
     pass
 
 
+@contextmanager
+def unreadable_as_error(path: Path, what: str, errors: tuple, advice: str = ""):
+    """Any of `errors` raised while reading `path` becomes a DatasetError naming the file and the problem."""
+    try:
+        yield
+    except errors as error:
+        raise DatasetError(f"{path} is not a readable {what} ({error}){advice}") from error
+
+
 @dataclass(frozen=True)
 class RawFile:
     filename: str
@@ -33,7 +43,6 @@ class RawFile:
 
 @dataclass(frozen=True)
 class DatasetSource:
-    name: str
     files: tuple[RawFile, ...]
     homepage: str
 
@@ -51,26 +60,26 @@ def _raw(url: str, md5: str) -> RawFile:
 
 # Checksums of Fashion-MNIST, CIFAR-10 and SVHN are the ones torchvision's dataset classes verify against.
 DATASETS: dict[str, DatasetSource] = {
-    "fashion_mnist": DatasetSource("fashion_mnist", (
+    "fashion_mnist": DatasetSource((
         _raw(_FASHION_MNIST_URL + "train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
         _raw(_FASHION_MNIST_URL + "train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
         _raw(_FASHION_MNIST_URL + "t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
         _raw(_FASHION_MNIST_URL + "t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310"),
     ), "https://github.com/zalandoresearch/fashion-mnist"),
-    "cifar10": DatasetSource("cifar10", (
+    "cifar10": DatasetSource((
         _raw("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a"),
     ), "https://www.cs.toronto.edu/~kriz/cifar.html"),
-    "svhn": DatasetSource("svhn", (
+    "svhn": DatasetSource((
         _raw(_SVHN_URL + "train_32x32.mat", "e26dedcc434d2e4c54c9b2d4a06d8373"),
         _raw(_SVHN_URL + "test_32x32.mat", "eb5a983be6a315427106f1b164d9cef3"),
     ), _SVHN_URL),
     # The checksum published with the official archive on the Edinburgh DataShare record.
-    "cinic10": DatasetSource("cinic10", (_raw(_CINIC_URL, "6ee4d0c996905fe93221de577967a372"),),
+    "cinic10": DatasetSource((_raw(_CINIC_URL, "6ee4d0c996905fe93221de577967a372"),),
                              "https://github.com/BayesWatch/cinic-10"),
     # Project Gutenberg publishes no checksum for this file, so it cannot be verified; prepare records the sha256 of
     # the copy actually used in the prepared dataset's provenance instead. Gutenberg has since moved the old release
     # one folder down, the second URL.
-    "shakespeare_leaf": DatasetSource("shakespeare_leaf", (
+    "shakespeare_leaf": DatasetSource((
         RawFile("1994-01-100.zip", (_GUTENBERG_URL + "1994-01-100.zip", _GUTENBERG_URL + "old/1994-01-100.zip"), None),
     ), "https://github.com/TalwalkarLab/leaf/tree/master/data/shakespeare"),
 }
@@ -95,6 +104,11 @@ def file_digests(path: Path) -> dict[str, str]:
             md5.update(chunk)
             sha256.update(chunk)
     return {"md5": md5.hexdigest(), "sha256": sha256.hexdigest()}
+
+
+def provenance(source: str, paths: list[Path]) -> dict:
+    """A prepared dataset's meta: where it comes from and the digests of the raw files read."""
+    return {"source": source, "files": {p.name: file_digests(p) for p in paths}}
 
 
 def _integrity_problem(path: Path, filename: str, md5: str | None) -> str | None:

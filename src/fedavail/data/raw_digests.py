@@ -18,18 +18,13 @@ from fedavail.provenance import file_sha256
 NOT_IN_PLACE = "raw files not in place"
 
 
-def _read_cache(cache_path: Path) -> dict:
-    """The cache's entries; an unreadable or malformed cache is ignored, it only saves time."""
+def cached_sha256(paths: list[Path], cache_path: Path) -> list[str]:
+    """The sha256 of each file, read again only when its size or modification time differs from the cached one."""
     try:
         cache = json.loads(Path(cache_path).read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return cache if isinstance(cache, dict) else {}
-
-
-def cached_sha256(paths: list[Path], cache_path: Path) -> list[str]:
-    """The sha256 of each file, read again only when its size or modification time differs from the cached one."""
-    cache = _read_cache(cache_path)
+        cache = {}  # an unreadable or malformed cache only costs the time it would have saved
+    cache = cache if isinstance(cache, dict) else {}
     digests, changed = [], False
     for path in paths:
         stat = path.stat()  # before reading: a file changed while being hashed gets a new stat, so is read again

@@ -67,13 +67,6 @@ _COE_CHARACTER = re.compile(r"^([a-zA-Z][a-zA-Z ]*)\. (.*)")
 _COE_CONTINUATION = re.compile(r"^(.*)")
 
 
-def _title_above(lines: list[str], i: int) -> str:
-    for back in range(2, 8):
-        if i - back >= 0 and lines[i - back].strip():
-            return lines[i - back].strip()
-    raise TextFormatError(f"line {i + 1}: no play title within 7 lines above 'by William Shakespeare'")
-
-
 def parse_complete_works(text: str) -> dict[str, list[str]]:
     """{client id: speech lines} from the 1994 Gutenberg complete works LEAF downloads ("  NAME. speech" on a line
     indented by two spaces, continuation lines by four, plays introduced by "by William Shakespeare"), following LEAF's
@@ -86,11 +79,12 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
     lines = text.splitlines()
     plays: list[tuple[str, dict[str, list[str]]]] = []
     roles: dict[str, list[str]] | None = None
-    current = None
-    comedy_of_errors = False
+    current, comedy_of_errors = None, False
     for i, line in enumerate(lines):
         if "by William Shakespeare" in line:
-            title = _title_above(lines, i)
+            title = next((lines[j].strip() for j in range(i - 2, max(i - 8, -1), -1) if lines[j].strip()), None)
+            if title is None:
+                raise TextFormatError(f"line {i + 1}: no play title within 7 lines above 'by William Shakespeare'")
             roles, current = ({} if not is_poem(title) else None), None
             comedy_of_errors = title == "THE COMEDY OF ERRORS"
             if roles is not None:

@@ -54,7 +54,6 @@ _GUTENBERG_URL = "https://www.gutenberg.org/files/100/old/"
 
 
 def _raw(url: str, md5: str) -> RawFile:
-    """The raw file at url, named as the URL's last part."""
     return RawFile(url.rsplit("/", 1)[1], (url,), md5)
 
 

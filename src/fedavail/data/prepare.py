@@ -154,11 +154,8 @@ _IMAGE_READERS = {
     "svhn": (_svhn, "SVHN cropped digits (format 2)"),
     "cinic10": (_cinic10, "CINIC-10 (train split for training, test split for testing)"),
 }
-_BUNDLED_PREPARERS = {
-    "mnist5k": lambda options: bundled.mnist5k(),
-    "digits": lambda options: bundled.digits(),
-    "shakespeare": bundled.shakespeare,
-}
+_BUNDLED_PREPARERS = {"mnist5k": lambda _: bundled.mnist5k(), "digits": lambda _: bundled.digits(),
+                      "shakespeare": bundled.shakespeare}
 RAW_DATASETS = (*_IMAGE_READERS, "shakespeare_leaf", leaf.NAME)
 BUNDLED_DATASETS = tuple(_BUNDLED_PREPARERS)
 

@@ -89,24 +89,19 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
             comedy_of_errors = title == "THE COMEDY OF ERRORS"
             if roles is not None:
                 plays.append((title, roles))
-            continue
-        if roles is None:
-            continue
-        if match := (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line):
+        elif roles is not None and (match := (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line)):
             # Names appear in several casings (SIR TOBY, Sir Toby): LEAF upper-cases them.
-            name = match.group(1).upper()
-            if comedy_of_errors and name.startswith("ACT "):
+            current = match.group(1).upper()
+            if comedy_of_errors and current.startswith("ACT "):
                 current = None
             else:
-                roles.setdefault(name, []).append(match.group(2))
-                current = name
-            continue
-        if current is not None:
-            if match := (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line):
-                if comedy_of_errors and match.group(1).startswith("<"):
-                    current = None  # the file's copyright notices interrupt that play
-                else:
-                    roles[current].append(match.group(1))
+                roles.setdefault(current, []).append(match.group(2))
+        elif current is not None and (
+                match := (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line)):
+            if comedy_of_errors and match.group(1).startswith("<"):
+                current = None  # the file's copyright notices interrupt that play
+            else:
+                roles[current].append(match.group(1))
     return {client_id(title, name): speech for title, play_roles in plays if len(play_roles) > 1
             for name, speech in play_roles.items()}
 
@@ -226,8 +221,8 @@ def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, me
         raise ValueError(f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a "
                          f"non-empty test split")
     # Windows overlap almost entirely: store every role's stream once and each sample as its window's start.
-    streams, parts, offset = [], {f"{split}_{key}": [] for split in ("train", "test") for key in "xy"}, 0
-    parts.update(train_groups=[], test_groups=[])
+    parts = {key: [] for key in ("train_x", "train_y", "test_x", "test_y", "train_groups", "test_groups")}
+    streams, offset = [], 0
     for group, cid in enumerate(kept):
         stream, positions = role_stream(roles[cid], seq_length)
         num_train, test_start = split_point(len(positions), train_fraction, seq_length)

@@ -1,9 +1,7 @@
 """The papers' raw dataset files: where they come from, their checksums, and fetching them safely.
 
-Files placed by hand in the raw folder (an air-gapped cluster) are verified and the network is never touched. A file
-whose checksum does not match is removed before the error is raised, and downloads go to a temporary file that is
-renamed only once complete and verified, so nothing half-written is ever left for a later run to trust.
-"""
+Files placed by hand (an air-gapped cluster) are verified without touching the network. A file whose checksum does not
+match is removed before the error is raised, and a download is renamed into place only once complete and verified."""
 
 import hashlib
 import http.client

@@ -55,11 +55,9 @@ def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[s
     user_data = _as_dict(path, data["user_data"], "'user_data' lists user")
     if not isinstance(users, list) or not users or not all(isinstance(u, str) for u in users):
         raise DatasetError(f"{path}: 'users' must be a non-empty list of user names")
-    listed = set()
-    for user in users:
-        if user in listed:
-            raise DatasetError(f"{path}: 'users' lists user {shorten(user)} twice")
-        listed.add(user)
+    if len(listed := set(users)) < len(users):
+        twice = next(user for i, user in enumerate(users) if user in users[:i])
+        raise DatasetError(f"{path}: 'users' lists user {shorten(twice)} twice")
     if not isinstance(counts, list) or len(counts) != len(users) or not all(type(c) is int and c >= 0 for c in counts):
         raise DatasetError(f"{path}: 'num_samples' must hold one sample count per user ({len(users)})")
     if user_data is None:

@@ -23,7 +23,6 @@ from fedavail.data.prepared import image_dataset
 _IDX_UBYTE_IMAGES, _IDX_UBYTE_LABELS = 0x00000803, 0x00000801
 _CIFAR_FOLDER = "cifar-10-batches-py"
 _CIFAR_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
-_CINIC_SPLITS = ("train", "test")  # archive folders used; "valid" is not
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                          "Ankle boot")
 SVHN_CLASSES = tuple(str(d) for d in range(10))
@@ -95,14 +94,13 @@ def _svhn(paths: list[Path]) -> tuple:
         labels = mat["y"].reshape(-1).astype(np.int64) % 10  # SVHN writes the digit 0 as class 10
         return torch.from_numpy(images), torch.from_numpy(labels)
 
-    train_path, test_path = paths
-    return split(train_path), split(test_path), SVHN_CLASSES
+    return split(paths[0]), split(paths[1]), SVHN_CLASSES
 
 
 def _cinic10(paths: list[Path]) -> tuple:
     """CINIC-10: an ImageFolder tree of 32x32 PNGs (train/valid/test/<class>/<file>.png) in a tar.gz."""
     (archive,) = paths
-    found = {split: [] for split in _CINIC_SPLITS}  # folder -> [(class, filename, image)]
+    found = {"train": [], "test": []}  # folder ("valid" is not used) -> [(class, filename, image)]
     # Stream the members in archive order: random access into a gzip stream would decompress it again each time.
     errors = (tarfile.TarError, OSError, EOFError)
     with unreadable_as_error(archive, "CINIC-10 archive", errors), tarfile.open(archive, "r|gz") as tar:

@@ -86,7 +86,8 @@ def _svhn(paths: list[Path]) -> tuple:
     """SVHN: one MATLAB file per split, X [32, 32, 3, N] and y [N, 1] with the digit 0 labelled 10."""
 
     def split(path: Path):
-        with unreadable_as_error(path, "SVHN .mat file", (ValueError, OSError, TypeError)):
+        errors = (ValueError, OSError, TypeError, scipy.io.matlab.MatReadError)
+        with unreadable_as_error(path, "SVHN .mat file", errors):
             mat = scipy.io.loadmat(path)
         if "X" not in mat or "y" not in mat or mat["X"].shape[:3] != (32, 32, 3):
             raise DatasetError(f"{path} lacks X [32, 32, 3, N] and y [N, 1]")

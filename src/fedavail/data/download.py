@@ -132,8 +132,11 @@ def _missing_files_error(name: str, raw_dir: Path, missing: list[RawFile], reaso
 
 
 def locate(name: str, raw_dir: Path) -> list[Path]:
-    """The paths of a dataset's raw files; DatasetError naming each missing one, its folder and its source."""
+    """The paths of a dataset's raw files, what the prepare step reads (LEAF's JSON files: locate_placed); DatasetError
+    naming each missing one, its folder and its source."""
     raw_dir = Path(raw_dir)
+    if name == PLACED_BY_HAND:
+        return locate_placed(raw_dir)
     files = source(name).files
     if missing := [f for f in files if not (raw_dir / f.filename).is_file()]:
         raise _missing_files_error(name, raw_dir, missing, "the prepare step does not download; run the download step")
@@ -156,11 +159,6 @@ def locate_placed(raw_dir: Path) -> list[Path]:
                                f"{raw_dir}/ ({', '.join(str(m) for m in matches)}); keep one")
         found.append(matches[0])
     return found
-
-
-def raw_files(name: str, raw_dir: Path) -> list[Path]:
-    """The raw files the prepare step reads for dataset `name` (locate, or locate_placed for LEAF's JSON files)."""
-    return locate_placed(raw_dir) if name == PLACED_BY_HAND else locate(name, raw_dir)
 
 
 def verify(name: str, raw_dir: Path, checksums: dict[str, str] | None = None) -> list[Path]:

@@ -9,7 +9,7 @@ so unchanged multi-GB archives are not read again at every invocation.
 import json
 from pathlib import Path
 
-from fedavail.data.download import DatasetError, raw_files
+from fedavail.data.download import DatasetError, locate
 from fedavail.io import write_json
 from fedavail.provenance import file_sha256
 
@@ -46,7 +46,7 @@ def raw_sha256(name: str, raw_dir: Path, cache_path: Path) -> str:
     there (the prepare job itself then reports what is missing)."""
     raw_dir = Path(raw_dir)
     try:
-        paths = raw_files(name, raw_dir)
+        paths = locate(name, raw_dir)
     except DatasetError:
         return NOT_IN_PLACE
     digests = cached_sha256(paths, cache_path)

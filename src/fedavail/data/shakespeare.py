@@ -117,8 +117,7 @@ _MAX_SPEAKER_WORDS = 5
 def speaker_name(line: str) -> str | None:
     """The role a speaker line introduces ("Hor.", "KING. ", "1 Clown.", "Oph. [Sings.]"), upper-cased, or None."""
     head = re.split(r"[\[{]", line, maxsplit=1)[0].rstrip()  # a stage direction may follow the name
-    if (not head or head[0].isspace() or len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head)
-            or not (head.endswith(".") or head.isupper())):
+    if len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head) or not (head.endswith(".") or head.isupper()):
         return None
     words = head.split()
     if len(words) > _MAX_SPEAKER_WORDS or _HEADING.match(head):

@@ -203,11 +203,10 @@ def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[
     expected = {f.filename: (checksums or {}).get(f.filename, f.md5) for f in files}
     if unknown := set(checksums or {}) - set(expected):
         raise DatasetError(f"checksums given for files that {name!r} does not have: {sorted(unknown)}")
-    present = [f for f in files if (raw_dir / f.filename).is_file()]
-    missing = [f for f in files if f not in present]
-    for f in present:
+    missing = [f for f in files if not (raw_dir / f.filename).is_file()]
+    for f in files:
         path = raw_dir / f.filename
-        if problem := _integrity_problem(path, f.filename, expected[f.filename]):
+        if f not in missing and (problem := _integrity_problem(path, f.filename, expected[f.filename])):
             path.unlink()
             raise DatasetError(f"{path} is corrupt or a partial download ({problem}). It has been removed; download it "
                                f"again or place a good copy there.")

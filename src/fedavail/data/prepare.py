@@ -46,17 +46,15 @@ def read_idx_gz(path: Path, magic: int) -> np.ndarray:
 
 
 def _fashion_mnist(paths: list[Path]) -> tuple:
-    """Fashion-MNIST: gzip-compressed idx-ubyte files."""
-    raw_dir = paths[0].parent
+    """Fashion-MNIST: gzip-compressed idx-ubyte files (train images, train labels, test images, test labels)."""
 
-    def split(prefix: str):
-        images = read_idx_gz(raw_dir / f"{prefix}-images-idx3-ubyte.gz", _IDX_UBYTE_IMAGES)
-        labels = read_idx_gz(raw_dir / f"{prefix}-labels-idx1-ubyte.gz", _IDX_UBYTE_LABELS)
+    def split(images_path: Path, labels_path: Path):
+        images, labels = read_idx_gz(images_path, _IDX_UBYTE_IMAGES), read_idx_gz(labels_path, _IDX_UBYTE_LABELS)
         if len(images) != len(labels):
-            raise DatasetError(f"Fashion-MNIST {prefix}: {len(images)} images but {len(labels)} labels")
+            raise DatasetError(f"{labels_path}: {len(labels)} labels but {images_path.name} holds {len(images)} images")
         return torch.from_numpy(images.copy()).unsqueeze(1), torch.from_numpy(labels.astype(np.int64))
 
-    return split("train"), split("t10k"), FASHION_MNIST_CLASSES
+    return split(*paths[:2]), split(*paths[2:]), FASHION_MNIST_CLASSES
 
 
 def _cifar10(paths: list[Path]) -> tuple:

@@ -195,10 +195,9 @@ def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[
     """Make the raw files of dataset `name` present and verified in raw_dir; return their paths. Files already
     present are verified and never re-downloaded. `checksums` ({filename: md5}) overrides the expected md5 of the
     named files (tests use it with miniature files)."""
-    raw_dir = Path(raw_dir)
-    if name == PLACED_BY_HAND:
-        # LEAF's own scripts write these files: there is nothing to download, only to find them where they were put.
+    if name == PLACED_BY_HAND:  # LEAF's own scripts write these files: nothing to download, only to find them
         return locate_placed(raw_dir)
+    raw_dir = Path(raw_dir)
     files = source(name).files
     expected = {f.filename: (checksums or {}).get(f.filename, f.md5) for f in files}
     if unknown := set(checksums or {}) - set(expected):

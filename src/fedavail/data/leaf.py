@@ -30,8 +30,7 @@ class _JsonObject(list):
 
 
 def _as_dict(path: Path, value, lists: str) -> dict | None:
-    """The dict of a parsed JSON object, None if value is not one; a repeated key is a DatasetError saying
-    "<lists> <key> twice"."""
+    """The dict of a parsed JSON object (None if value is not one); a repeated key is refused, "<lists> <key> twice"."""
     if not isinstance(value, _JsonObject):
         return None
     result = {}

@@ -46,18 +46,22 @@ def validate(data: dict) -> dict:
         for key in ("mean", "std"):
             if key not in data:
                 raise PreparedDataError(f"image dataset lacks {key}")
-    elif data["kind"] != "text":
-        raise PreparedDataError(f"unknown dataset kind {data['kind']!r}")
-    elif "text" not in data or "seq_length" not in data:
-        raise PreparedDataError("text dataset lacks its token stream 'text' or 'seq_length'")
+    elif data["kind"] == "text":
+        _check_text(data)
     else:
-        for split in ("train", "test"):
-            starts = data[f"{split}_x"]
-            if starts.dtype != torch.int64 or starts.dim() != 1:
-                raise PreparedDataError(f"text {split}_x must be int64 [N] window starts")
-            if len(starts) and (int(starts.min()) < 0 or int(starts.max()) + data["seq_length"] > len(data["text"])):
-                raise PreparedDataError(f"text {split}_x has windows outside the token stream")
+        raise PreparedDataError(f"unknown dataset kind {data['kind']!r}")
     return data
+
+
+def _check_text(data: dict) -> None:
+    if "text" not in data or "seq_length" not in data:
+        raise PreparedDataError("text dataset lacks its token stream 'text' or 'seq_length'")
+    for split in ("train", "test"):
+        starts = data[f"{split}_x"]
+        if starts.dtype != torch.int64 or starts.dim() != 1:
+            raise PreparedDataError(f"text {split}_x must be int64 [N] window starts")
+        if len(starts) and (int(starts.min()) < 0 or int(starts.max()) + data["seq_length"] > len(data["text"])):
+            raise PreparedDataError(f"text {split}_x has windows outside the token stream")
 
 
 def text_windows(text: torch.Tensor, starts: torch.Tensor, seq_length: int) -> torch.Tensor:

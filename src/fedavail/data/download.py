@@ -1,15 +1,14 @@
 """The papers' raw dataset files: where they come from, their checksums, and fetching them safely.
 
-Files placed by hand in the raw folder (an air-gapped cluster) are verified and the network is never touched. A file
-whose checksum does not match is removed before the error is raised, and downloads go to a temporary file that is
-renamed only once complete and verified, so nothing half-written is ever left for a later run to trust.
-"""
+Files placed by hand (an air-gapped cluster) are verified without touching the network. A file whose checksum does not
+match is removed before the error is raised, and a download is renamed into place only once complete and verified."""
 
 import hashlib
 import http.client
 import urllib.error
 import urllib.request
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,15 @@ class DatasetError(RuntimeError):
     pass
 
 
+@contextmanager
+def unreadable_as_error(path: Path, what: str, errors: tuple, advice: str = ""):
+    """Any of `errors` raised while reading `path` becomes a DatasetError naming the file and the problem."""
+    try:
+        yield
+    except errors as error:
+        raise DatasetError(f"{path} is not a readable {what} ({error}){advice}") from error
+
+
 @dataclass(frozen=True)
 class RawFile:
     filename: str
@@ -33,7 +41,6 @@ class RawFile:
 
 @dataclass(frozen=True)
 class DatasetSource:
-    name: str
     files: tuple[RawFile, ...]
     homepage: str
 
@@ -45,32 +52,31 @@ _GUTENBERG_URL = "https://www.gutenberg.org/files/100/old/"
 
 
 def _raw(url: str, md5: str) -> RawFile:
-    """The raw file at url, named as the URL's last part."""
     return RawFile(url.rsplit("/", 1)[1], (url,), md5)
 
 
 # Checksums of Fashion-MNIST, CIFAR-10 and SVHN are the ones torchvision's dataset classes verify against.
 DATASETS: dict[str, DatasetSource] = {
-    "fashion_mnist": DatasetSource("fashion_mnist", (
+    "fashion_mnist": DatasetSource((
         _raw(_FASHION_MNIST_URL + "train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
         _raw(_FASHION_MNIST_URL + "train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
         _raw(_FASHION_MNIST_URL + "t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
         _raw(_FASHION_MNIST_URL + "t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310"),
     ), "https://github.com/zalandoresearch/fashion-mnist"),
-    "cifar10": DatasetSource("cifar10", (
+    "cifar10": DatasetSource((
         _raw("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a"),
     ), "https://www.cs.toronto.edu/~kriz/cifar.html"),
-    "svhn": DatasetSource("svhn", (
+    "svhn": DatasetSource((
         _raw(_SVHN_URL + "train_32x32.mat", "e26dedcc434d2e4c54c9b2d4a06d8373"),
         _raw(_SVHN_URL + "test_32x32.mat", "eb5a983be6a315427106f1b164d9cef3"),
     ), _SVHN_URL),
     # The checksum published with the official archive on the Edinburgh DataShare record.
-    "cinic10": DatasetSource("cinic10", (_raw(_CINIC_URL, "6ee4d0c996905fe93221de577967a372"),),
+    "cinic10": DatasetSource((_raw(_CINIC_URL, "6ee4d0c996905fe93221de577967a372"),),
                              "https://github.com/BayesWatch/cinic-10"),
     # Project Gutenberg publishes no checksum for this file, so it cannot be verified; prepare records the sha256 of
     # the copy actually used in the prepared dataset's provenance instead. Gutenberg has since moved the old release
     # one folder down, the second URL.
-    "shakespeare_leaf": DatasetSource("shakespeare_leaf", (
+    "shakespeare_leaf": DatasetSource((
         RawFile("1994-01-100.zip", (_GUTENBERG_URL + "1994-01-100.zip", _GUTENBERG_URL + "old/1994-01-100.zip"), None),
     ), "https://github.com/TalwalkarLab/leaf/tree/master/data/shakespeare"),
 }
@@ -97,6 +103,11 @@ def file_digests(path: Path) -> dict[str, str]:
     return {"md5": md5.hexdigest(), "sha256": sha256.hexdigest()}
 
 
+def provenance(source: str, paths: list[Path]) -> dict:
+    """A prepared dataset's meta: where it comes from and the digests of the raw files read."""
+    return {"source": source, "files": {p.name: file_digests(p) for p in paths}}
+
+
 def _integrity_problem(path: Path, filename: str, md5: str | None) -> str | None:
     """Why the file at path (to be named filename) cannot be trusted, or None if it can. Without a published checksum
     a zip archive is still checked against the CRCs of its own members, which catches truncated downloads."""
@@ -121,8 +132,11 @@ def _missing_files_error(name: str, raw_dir: Path, missing: list[RawFile], reaso
 
 
 def locate(name: str, raw_dir: Path) -> list[Path]:
-    """The paths of a dataset's raw files; DatasetError naming each missing one, its folder and its source."""
+    """The paths of a dataset's raw files, what the prepare step reads (LEAF's JSON files: locate_placed); DatasetError
+    naming each missing one, its folder and its source."""
     raw_dir = Path(raw_dir)
+    if name == PLACED_BY_HAND:
+        return locate_placed(raw_dir)
     files = source(name).files
     if missing := [f for f in files if not (raw_dir / f.filename).is_file()]:
         raise _missing_files_error(name, raw_dir, missing, "the prepare step does not download; run the download step")
@@ -145,11 +159,6 @@ def locate_placed(raw_dir: Path) -> list[Path]:
                                f"{raw_dir}/ ({', '.join(str(m) for m in matches)}); keep one")
         found.append(matches[0])
     return found
-
-
-def raw_files(name: str, raw_dir: Path) -> list[Path]:
-    """The raw files the prepare step reads for dataset `name` (locate, or locate_placed for LEAF's JSON files)."""
-    return locate_placed(raw_dir) if name == PLACED_BY_HAND else locate(name, raw_dir)
 
 
 def verify(name: str, raw_dir: Path, checksums: dict[str, str] | None = None) -> list[Path]:
@@ -186,19 +195,17 @@ def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[
     """Make the raw files of dataset `name` present and verified in raw_dir; return their paths. Files already
     present are verified and never re-downloaded. `checksums` ({filename: md5}) overrides the expected md5 of the
     named files (tests use it with miniature files)."""
-    raw_dir = Path(raw_dir)
-    if name == PLACED_BY_HAND:
-        # LEAF's own scripts write these files: there is nothing to download, only to find them where they were put.
+    if name == PLACED_BY_HAND:  # LEAF's own scripts write these files: nothing to download, only to find them
         return locate_placed(raw_dir)
+    raw_dir = Path(raw_dir)
     files = source(name).files
     expected = {f.filename: (checksums or {}).get(f.filename, f.md5) for f in files}
     if unknown := set(checksums or {}) - set(expected):
         raise DatasetError(f"checksums given for files that {name!r} does not have: {sorted(unknown)}")
-    present = [f for f in files if (raw_dir / f.filename).is_file()]
-    missing = [f for f in files if f not in present]
-    for f in present:
+    missing = [f for f in files if not (raw_dir / f.filename).is_file()]
+    for f in files:
         path = raw_dir / f.filename
-        if problem := _integrity_problem(path, f.filename, expected[f.filename]):
+        if f not in missing and (problem := _integrity_problem(path, f.filename, expected[f.filename])):
             path.unlink()
             raise DatasetError(f"{path} is corrupt or a partial download ({problem}). It has been removed; download it "
                                f"again or place a good copy there.")

@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from fedavail.data import download
-from fedavail.data.download import DatasetError, file_digests
+from fedavail.data.download import DatasetError, provenance, unreadable_as_error
 from fedavail.data.prepared import text_dataset
-from fedavail.data.shakespeare import ALL_LETTERS
+from fedavail.data.shakespeare import ALL_LETTERS, encode
 from fedavail.plan.config import shorten
 
 NAME = download.PLACED_BY_HAND
-_LETTER_ID = {c: i for i, c in enumerate(ALL_LETTERS)}
 
 
 class _JsonObject(list):
@@ -31,8 +30,7 @@ class _JsonObject(list):
 
 
 def _as_dict(path: Path, value, lists: str) -> dict | None:
-    """The dict of a parsed JSON object, None if value is not one; a repeated key is a DatasetError saying
-    "<lists> <key> twice"."""
+    """The dict of a parsed JSON object (None if value is not one); a repeated key is refused, "<lists> <key> twice"."""
     if not isinstance(value, _JsonObject):
         return None
     result = {}
@@ -46,23 +44,19 @@ def _as_dict(path: Path, value, lists: str) -> dict | None:
 
 def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[str]]]]:
     """(users in file order, {user: (x strings, y characters)}) of one LEAF JSON file, checked per user (the
-    samples themselves are checked in _check_sample)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = _as_dict(path, json.load(f, object_pairs_hook=_JsonObject), "the top-level object lists key")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DatasetError(f"{path} is not a readable JSON file ({error})") from error
+    samples themselves are checked in _compact)."""
+    errors = (OSError, UnicodeDecodeError, json.JSONDecodeError)
+    with unreadable_as_error(path, "JSON file", errors), open(path, encoding="utf-8") as f:
+        data = _as_dict(path, json.load(f, object_pairs_hook=_JsonObject), "the top-level object lists key")
     if data is None or not {"users", "num_samples", "user_data"} <= set(data):
         raise DatasetError(f"{path}: a LEAF file is a JSON object with 'users', 'num_samples' and 'user_data'")
     users, counts = data["users"], data["num_samples"]
     user_data = _as_dict(path, data["user_data"], "'user_data' lists user")
     if not isinstance(users, list) or not users or not all(isinstance(u, str) for u in users):
         raise DatasetError(f"{path}: 'users' must be a non-empty list of user names")
-    listed = set()
-    for user in users:
-        if user in listed:
-            raise DatasetError(f"{path}: 'users' lists user {shorten(user)} twice")
-        listed.add(user)
+    if len(listed := set(users)) < len(users):
+        twice = next(user for i, user in enumerate(users) if user in users[:i])
+        raise DatasetError(f"{path}: 'users' lists user {shorten(twice)} twice")
     if not isinstance(counts, list) or len(counts) != len(users) or not all(type(c) is int and c >= 0 for c in counts):
         raise DatasetError(f"{path}: 'num_samples' must hold one sample count per user ({len(users)})")
     if user_data is None:
@@ -89,32 +83,24 @@ def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[s
     return users, samples
 
 
-def _check_sample(who: str, index: int, x, y, seq_length: int) -> None:
-    if not isinstance(x, str) or len(x) != seq_length:
-        raise DatasetError(f"{who} sample {index}: x must be a {seq_length}-character string (the length of the first "
-                           f"train sample), got {shorten(x)}")
-    if not isinstance(y, str) or len(y) != 1:
-        raise DatasetError(f"{who} sample {index}: y must be one character, got {shorten(y)}")
-    if unknown := sorted(set(x + y) - set(ALL_LETTERS)):
-        raise DatasetError(f"{who} sample {index}: characters {shorten(unknown)} are outside LEAF's 80-character "
-                           f"alphabet")
-
-
 def _compact(path: Path, user: str, xs: list[str], ys: list[str], seq_length: int) -> tuple[str, list[int], str]:
-    """(token text, window starts, targets) of one user's samples. The text always ends with the last window, so a
-    window that extends the previous one by a character appends that character only."""
+    """(token text, window starts, targets) of one user's checked samples. The text always ends with the last window,
+    so a window that extends the previous one by a character appends that character only."""
     chunks, starts, length, who = [], [], 0, f"{path}: user {shorten(user)}"
     for index, (x, y) in enumerate(zip(xs, ys)):
-        _check_sample(who, index, x, y, seq_length)
+        if not isinstance(x, str) or len(x) != seq_length:
+            raise DatasetError(f"{who} sample {index}: x must be a {seq_length}-character string (the length of the "
+                               f"first train sample), got {shorten(x)}")
+        if not isinstance(y, str) or len(y) != 1:
+            raise DatasetError(f"{who} sample {index}: y must be one character, got {shorten(y)}")
+        if unknown := sorted(set(x + y) - set(ALL_LETTERS)):
+            raise DatasetError(f"{who} sample {index}: characters {shorten(unknown)} are outside LEAF's 80-character "
+                               f"alphabet")
         chunk = x[-1] if index and x[:-1] == xs[index - 1][1:] else x
         chunks.append(chunk)
         length += len(chunk)
         starts.append(length - seq_length)
     return "".join(chunks), starts, "".join(ys)
-
-
-def _ids(text: str) -> np.ndarray:
-    return np.fromiter((_LETTER_ID[c] for c in text), dtype=np.uint8, count=len(text))
 
 
 def prepare(raw_dir: Path, options: dict) -> dict:
@@ -142,11 +128,11 @@ def prepare(raw_dir: Path, options: dict) -> dict:
         for split, path, samples in (("train", train_path, train), ("test", test_path, test)):
             text, starts, targets = _compact(path, user, *samples[user], seq_length)
             parts[f"{split}_x"].append(offset + np.asarray(starts, dtype=np.int64))
-            parts[f"{split}_y"].append(_ids(targets).astype(np.int64))
+            parts[f"{split}_y"].append(encode(targets))
             parts[f"{split}_groups"].append(np.full(len(starts), group, dtype=np.int64))
             texts.append(text)
             offset += len(text)
-    meta = {"source": f"LEAF's Shakespeare JSON ({train_path.name}, {test_path.name})",
-            "files": {p.name: file_digests(p) for p in (train_path, test_path)}, "seq_length": seq_length,
-            "num_clients": len(users)}
-    return text_dataset(NAME, ALL_LETTERS, seq_length, parts, _ids("".join(texts)), list(users), meta)
+    meta = {**provenance(f"LEAF's Shakespeare JSON ({train_path.name}, {test_path.name})", [train_path, test_path]),
+            "seq_length": seq_length, "num_clients": len(users)}
+    return text_dataset(NAME, ALL_LETTERS, seq_length, parts, encode("".join(texts)).astype(np.uint8), list(users),
+                        meta)

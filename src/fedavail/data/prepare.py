@@ -17,33 +17,22 @@ from PIL import Image
 
 from fedavail.data import bundled, download, leaf
 from fedavail.data import shakespeare as shk
-from fedavail.data.download import DatasetError
+from fedavail.data.download import DatasetError, provenance, unreadable_as_error
 from fedavail.data.prepared import image_dataset
 
 _IDX_UBYTE_IMAGES, _IDX_UBYTE_LABELS = 0x00000803, 0x00000801
 _CIFAR_FOLDER = "cifar-10-batches-py"
 _CIFAR_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
-_CINIC_SPLITS = ("train", "test")  # archive folders used; "valid" is not
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                          "Ankle boot")
 SVHN_CLASSES = tuple(str(d) for d in range(10))
-
-
-def _meta(source: str, paths: list[Path]) -> dict:
-    return {"source": source, "files": {p.name: download.file_digests(p) for p in paths}}
-
-
-def _image_dataset(name: str, train: tuple, test: tuple, classes, meta: dict) -> dict:
-    return image_dataset(name, len(classes), train, test, meta, classes=list(classes))
+_REDOWNLOAD = "; remove it and download it again"
 
 
 def read_idx_gz(path: Path, magic: int) -> np.ndarray:
     """An idx-ubyte array (big-endian header: magic, then one uint32 per dimension) from a .gz file."""
-    try:
-        with gzip.open(path, "rb") as f:
-            data = f.read()
-    except (OSError, EOFError) as error:
-        raise DatasetError(f"{path} is not a readable gzip file ({error}); remove it and download it again") from error
+    with unreadable_as_error(path, "gzip file", (OSError, EOFError), _REDOWNLOAD), gzip.open(path, "rb") as f:
+        data = f.read()
     ndim = magic & 0xFF
     header = np.frombuffer(data, dtype=">u4", count=1 + ndim) if len(data) >= 4 * (1 + ndim) else None
     if header is None or int(header[0]) != magic:
@@ -56,34 +45,29 @@ def read_idx_gz(path: Path, magic: int) -> np.ndarray:
     return body.reshape(shape)
 
 
-def _fashion_mnist(raw_dir: Path) -> dict:
-    """Fashion-MNIST: gzip-compressed idx-ubyte files."""
-    paths = download.locate("fashion_mnist", raw_dir)
+def _fashion_mnist(paths: list[Path]) -> tuple:
+    """Fashion-MNIST: gzip-compressed idx-ubyte files (train images, train labels, test images, test labels)."""
 
-    def split(prefix: str):
-        images = read_idx_gz(raw_dir / f"{prefix}-images-idx3-ubyte.gz", _IDX_UBYTE_IMAGES)
-        labels = read_idx_gz(raw_dir / f"{prefix}-labels-idx1-ubyte.gz", _IDX_UBYTE_LABELS)
+    def split(images_path: Path, labels_path: Path):
+        images, labels = read_idx_gz(images_path, _IDX_UBYTE_IMAGES), read_idx_gz(labels_path, _IDX_UBYTE_LABELS)
         if len(images) != len(labels):
-            raise DatasetError(f"Fashion-MNIST {prefix}: {len(images)} images but {len(labels)} labels")
+            raise DatasetError(f"{labels_path}: {len(labels)} labels but {images_path.name} holds {len(images)} images")
         return torch.from_numpy(images.copy()).unsqueeze(1), torch.from_numpy(labels.astype(np.int64))
 
-    return _image_dataset("fashion_mnist", split("train"), split("t10k"), FASHION_MNIST_CLASSES,
-                          _meta("Fashion-MNIST idx-ubyte files", paths))
+    return split(*paths[:2]), split(*paths[2:]), FASHION_MNIST_CLASSES
 
 
-def _cifar10(raw_dir: Path) -> dict:
+def _cifar10(paths: list[Path]) -> tuple:
     """CIFAR-10: python pickle batches inside the tar.gz."""
-    (archive,) = download.locate("cifar10", raw_dir)
+    (archive,) = paths
     wanted = {f"{_CIFAR_FOLDER}/{b}" for b in (*_CIFAR_TRAIN_BATCHES, "test_batch", "batches.meta")}
     batches = {}
-    try:
-        with tarfile.open(archive, "r:gz") as tar:
-            for member in tar:
-                if member.name in wanted:
-                    # The archive's own format is pickle: prepare() has verified its checksum before this.
-                    batches[member.name.split("/")[-1]] = pickle.load(tar.extractfile(member), encoding="bytes")
-    except (tarfile.TarError, OSError, EOFError, pickle.UnpicklingError) as error:
-        raise DatasetError(f"{archive} is not a readable CIFAR-10 archive ({error})") from error
+    errors = (tarfile.TarError, OSError, EOFError, pickle.UnpicklingError)
+    with unreadable_as_error(archive, "CIFAR-10 archive", errors), tarfile.open(archive, "r:gz") as tar:
+        for member in tar:
+            if member.name in wanted:
+                # The archive's own format is pickle: prepare() has verified its checksum before this.
+                batches[member.name.split("/")[-1]] = pickle.load(tar.extractfile(member), encoding="bytes")
     if missing := sorted(wanted - {f"{_CIFAR_FOLDER}/{b}" for b in batches}):
         raise DatasetError(f"{archive} lacks {', '.join(missing)}")
 
@@ -93,49 +77,43 @@ def _cifar10(raw_dir: Path) -> dict:
         return torch.from_numpy(images.reshape(-1, 3, 32, 32)), torch.from_numpy(labels)
 
     classes = [c.decode() for c in batches["batches.meta"][b"label_names"]]
-    return _image_dataset("cifar10", split(_CIFAR_TRAIN_BATCHES), split(("test_batch",)), classes,
-                          _meta("CIFAR-10 python version", [archive]))
+    return split(_CIFAR_TRAIN_BATCHES), split(("test_batch",)), classes
 
 
-def _svhn_split(path: Path):
-    """One SVHN MATLAB file: X [32, 32, 3, N], y [N, 1] with the digit 0 labelled 10."""
-    try:
-        mat = scipy.io.loadmat(path)
-    except (ValueError, OSError, TypeError) as error:
-        raise DatasetError(f"{path} is not a readable SVHN .mat file ({error})") from error
-    if "X" not in mat or "y" not in mat or mat["X"].shape[:3] != (32, 32, 3):
-        raise DatasetError(f"{path} lacks X [32, 32, 3, N] and y [N, 1]")
-    images = np.ascontiguousarray(mat["X"].astype(np.uint8).transpose(3, 2, 0, 1))
-    labels = mat["y"].reshape(-1).astype(np.int64) % 10  # SVHN writes the digit 0 as class 10
-    return torch.from_numpy(images), torch.from_numpy(labels)
+def _svhn(paths: list[Path]) -> tuple:
+    """SVHN: one MATLAB file per split, X [32, 32, 3, N] and y [N, 1] with the digit 0 labelled 10."""
+
+    def split(path: Path):
+        errors = (ValueError, OSError, TypeError, scipy.io.matlab.MatReadError)
+        with unreadable_as_error(path, "SVHN .mat file", errors):
+            mat = scipy.io.loadmat(path)
+        if "X" not in mat or "y" not in mat or mat["X"].shape[:3] != (32, 32, 3):
+            raise DatasetError(f"{path} lacks X [32, 32, 3, N] and y [N, 1]")
+        images = np.ascontiguousarray(mat["X"].astype(np.uint8).transpose(3, 2, 0, 1))
+        labels = mat["y"].reshape(-1).astype(np.int64) % 10  # SVHN writes the digit 0 as class 10
+        return torch.from_numpy(images), torch.from_numpy(labels)
+
+    return split(paths[0]), split(paths[1]), SVHN_CLASSES
 
 
-def _svhn(raw_dir: Path) -> dict:
-    train_path, test_path = download.locate("svhn", raw_dir)
-    return _image_dataset("svhn", _svhn_split(train_path), _svhn_split(test_path), SVHN_CLASSES,
-                          _meta("SVHN cropped digits (format 2)", [train_path, test_path]))
-
-
-def _cinic10(raw_dir: Path) -> dict:
+def _cinic10(paths: list[Path]) -> tuple:
     """CINIC-10: an ImageFolder tree of 32x32 PNGs (train/valid/test/<class>/<file>.png) in a tar.gz."""
-    (archive,) = download.locate("cinic10", raw_dir)
-    found = {split: [] for split in _CINIC_SPLITS}  # folder -> [(class, filename, image)]
-    try:
-        # Stream the members in archive order: random access into a gzip stream would decompress it again each time.
-        with tarfile.open(archive, "r|gz") as tar:
-            for member in tar:
-                parts = [p for p in Path(member.name).parts if p not in (".", "")]
-                if not member.isfile() or not member.name.endswith(".png") or len(parts) < 3:
-                    continue
-                split, label, filename = parts[-3:]
-                if split in found:
-                    with Image.open(io.BytesIO(tar.extractfile(member).read())) as image:
-                        pixels = np.asarray(image.convert("RGB"))  # a few CINIC-10 images are greyscale
-                    if pixels.shape != (32, 32, 3):
-                        raise DatasetError(f"{archive}: {member.name} is {pixels.shape[1::-1]}, expected 32x32")
-                    found[split].append((label, filename, pixels))
-    except (tarfile.TarError, OSError, EOFError) as error:
-        raise DatasetError(f"{archive} is not a readable CINIC-10 archive ({error})") from error
+    (archive,) = paths
+    found = {"train": [], "test": []}  # folder ("valid" is not used) -> [(class, filename, image)]
+    # Stream the members in archive order: random access into a gzip stream would decompress it again each time.
+    errors = (tarfile.TarError, OSError, EOFError)
+    with unreadable_as_error(archive, "CINIC-10 archive", errors), tarfile.open(archive, "r|gz") as tar:
+        for member in tar:
+            parts = [p for p in Path(member.name).parts if p not in (".", "")]
+            if not member.isfile() or not member.name.endswith(".png") or len(parts) < 3:
+                continue
+            split, label, filename = parts[-3:]
+            if split in found:
+                with Image.open(io.BytesIO(tar.extractfile(member).read())) as image:
+                    pixels = np.asarray(image.convert("RGB"))  # a few CINIC-10 images are greyscale
+                if pixels.shape != (32, 32, 3):
+                    raise DatasetError(f"{archive}: {member.name} is {pixels.shape[1::-1]}, expected 32x32")
+                found[split].append((label, filename, pixels))
     classes = sorted({label for samples in found.values() for label, _, _ in samples})
     for split, samples in found.items():
         split_classes = sorted({label for label, _, _ in samples})
@@ -150,34 +128,32 @@ def _cinic10(raw_dir: Path) -> dict:
         labels = np.array([class_index[label] for label, _, _ in samples], dtype=np.int64)
         return torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels)
 
-    return _image_dataset("cinic10", split("train"), split("test"), classes,
-                          _meta("CINIC-10 (train split for training, test split for testing)", [archive]))
+    return split("train"), split("test"), classes
 
 
-def _shakespeare_leaf(raw_dir: Path, options: dict) -> dict:
+def _shakespeare_leaf(paths: list[Path], options: dict) -> dict:
     """Shakespeare built the LEAF way from the 1994 Gutenberg complete works in a zip."""
-    (archive,) = download.locate("shakespeare_leaf", raw_dir)
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            texts = [n for n in zf.namelist() if n.lower().endswith(".txt")]
-            if len(texts) != 1:
-                raise DatasetError(f"{archive} should hold one .txt file (100.txt), found {texts}")
-            text = zf.read(texts[0]).decode("utf-8", errors="replace")
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
-        raise DatasetError(f"{archive} is not a readable zip file ({error}); remove it and download it "
-                           f"again") from error
-    meta = _meta(f"Project Gutenberg complete works ({archive.name}: {texts[0]}), LEAF construction", [archive])
+    (archive,) = paths
+    errors = (zipfile.BadZipFile, OSError, EOFError)
+    with unreadable_as_error(archive, "zip file", errors, _REDOWNLOAD), zipfile.ZipFile(archive) as zf:
+        texts = [n for n in zf.namelist() if n.lower().endswith(".txt")]
+        if len(texts) != 1:
+            raise DatasetError(f"{archive} should hold one .txt file (100.txt), found {texts}")
+        text = zf.read(texts[0]).decode("utf-8", errors="replace")
+    meta = provenance(f"Project Gutenberg complete works ({archive.name}: {texts[0]}), LEAF construction", [archive])
     return shk.build_text_dataset("shakespeare_leaf", shk.parse_complete_works(text), options, meta)
 
 
-_IMAGE_PREPARERS = {"fashion_mnist": _fashion_mnist, "cifar10": _cifar10, "svhn": _svhn, "cinic10": _cinic10}
-_TEXT_PREPARERS = {"shakespeare_leaf": _shakespeare_leaf, leaf.NAME: leaf.prepare}  # the raw datasets with options
-_BUNDLED_PREPARERS = {
-    "mnist5k": lambda options: bundled.mnist5k(),
-    "digits": lambda options: bundled.digits(),
-    "shakespeare": bundled.shakespeare,
+# Each image dataset's reader of its verified raw files ((train, test, class names)) and the provenance's source.
+_IMAGE_READERS = {
+    "fashion_mnist": (_fashion_mnist, "Fashion-MNIST idx-ubyte files"),
+    "cifar10": (_cifar10, "CIFAR-10 python version"),
+    "svhn": (_svhn, "SVHN cropped digits (format 2)"),
+    "cinic10": (_cinic10, "CINIC-10 (train split for training, test split for testing)"),
 }
-RAW_DATASETS = (*_IMAGE_PREPARERS, *_TEXT_PREPARERS)
+_BUNDLED_PREPARERS = {"mnist5k": lambda _: bundled.mnist5k(), "digits": lambda _: bundled.digits(),
+                      "shakespeare": bundled.shakespeare}
+RAW_DATASETS = (*_IMAGE_READERS, "shakespeare_leaf", leaf.NAME)
 BUNDLED_DATASETS = tuple(_BUNDLED_PREPARERS)
 
 
@@ -193,8 +169,11 @@ def prepare(name: str, raw_dir: Path | None, options: dict, checksums: dict[str,
         raise DatasetError(f"unknown dataset {name!r}; known: {sorted(RAW_DATASETS + BUNDLED_DATASETS)}")
     if raw_dir is None:
         raise DatasetError(f"dataset {name!r} needs raw_dir, the folder holding its downloaded files")
-    if name != download.PLACED_BY_HAND:  # LEAF's JSON files have no published checksums; leaf.py checks their form
-        download.verify(name, Path(raw_dir), checksums)
-    if name in _IMAGE_PREPARERS:
-        return _IMAGE_PREPARERS[name](Path(raw_dir))
-    return _TEXT_PREPARERS[name](Path(raw_dir), options)
+    if name == leaf.NAME:  # LEAF's JSON files have no published checksums; leaf.py checks their form
+        return leaf.prepare(Path(raw_dir), options)
+    paths = download.verify(name, Path(raw_dir), checksums)
+    if name == "shakespeare_leaf":
+        return _shakespeare_leaf(paths, options)
+    read, source = _IMAGE_READERS[name]
+    train, test, classes = read(paths)
+    return image_dataset(name, len(classes), train, test, provenance(source, paths), classes=list(classes))

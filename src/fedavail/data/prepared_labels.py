@@ -24,48 +24,34 @@ _STORAGE_DTYPES = {
 }
 
 
-@dataclass(frozen=True)
-class _Storage:
-    dtype: np.dtype
-    key: str  # its record under data/
-    numel: int
-
-
-@dataclass(frozen=True)
-class _Tensor:
-    """A tensor of data.pkl, its storage not read yet: the arguments of torch._utils._rebuild_tensor_v2."""
-
-    storage: _Storage
-    offset: int
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    requires_grad: bool
-    backward_hooks: object
-    metadata: object = None
+def _tensor(storage: tuple, offset: int, shape: tuple, stride: tuple, *_grad_hooks_metadata) -> tuple:
+    """A tensor of data.pkl, its storage not read yet (torch._utils._rebuild_tensor_v2's arguments)."""
+    return storage, offset, shape, stride
 
 
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
-            return _Tensor
+            return _tensor
         if (module, name) == ("collections", "OrderedDict"):
             return collections.OrderedDict
         if module == "torch" and name in _STORAGE_DTYPES:
             return np.dtype(_STORAGE_DTYPES[name])
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a prepared dataset; refused")
 
-    def persistent_load(self, pid) -> _Storage:
+    def persistent_load(self, pid) -> tuple[np.dtype, str, int]:
+        """A storage, not read yet: (dtype, its record under data/, numel)."""
         kind, dtype, key, _location, numel = pid
         if kind != "storage" or not isinstance(dtype, np.dtype):
             raise pickle.UnpicklingError(f"unexpected persistent id {pid!r}")
-        return _Storage(dtype, str(key), int(numel))
+        return dtype, str(key), int(numel)
 
 
-def _array(archive: zipfile.ZipFile, prefix: str, tensor: _Tensor) -> np.ndarray:
-    dtype = tensor.storage.dtype
-    storage = np.frombuffer(archive.read(f"{prefix}data/{tensor.storage.key}"), dtype, tensor.storage.numel)
-    strides = [s * dtype.itemsize for s in tensor.stride]
-    view = np.lib.stride_tricks.as_strided(storage[tensor.offset:], tensor.shape, strides, writeable=False)
+def _array(archive: zipfile.ZipFile, prefix: str, tensor: tuple) -> np.ndarray:
+    (dtype, key, numel), offset, shape, stride = tensor
+    storage = np.frombuffer(archive.read(f"{prefix}data/{key}"), dtype, numel)
+    strides = [s * dtype.itemsize for s in stride]
+    view = np.lib.stride_tricks.as_strided(storage[offset:], shape, strides, writeable=False)
     return view.astype(dtype.newbyteorder("="))  # a native-order copy
 
 

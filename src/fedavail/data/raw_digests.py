@@ -9,7 +9,7 @@ so unchanged multi-GB archives are not read again at every invocation.
 import json
 from pathlib import Path
 
-from fedavail.data.download import DatasetError, raw_files
+from fedavail.data.download import DatasetError, locate
 from fedavail.io import write_json
 from fedavail.provenance import file_sha256
 
@@ -18,18 +18,13 @@ from fedavail.provenance import file_sha256
 NOT_IN_PLACE = "raw files not in place"
 
 
-def _read_cache(cache_path: Path) -> dict:
-    """The cache's entries; an unreadable or malformed cache is ignored, it only saves time."""
+def cached_sha256(paths: list[Path], cache_path: Path) -> list[str]:
+    """The sha256 of each file, read again only when its size or modification time differs from the cached one."""
     try:
         cache = json.loads(Path(cache_path).read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return cache if isinstance(cache, dict) else {}
-
-
-def cached_sha256(paths: list[Path], cache_path: Path) -> list[str]:
-    """The sha256 of each file, read again only when its size or modification time differs from the cached one."""
-    cache = _read_cache(cache_path)
+        cache = {}  # an unreadable or malformed cache only costs the time it would have saved
+    cache = cache if isinstance(cache, dict) else {}
     digests, changed = [], False
     for path in paths:
         stat = path.stat()  # before reading: a file changed while being hashed gets a new stat, so is read again
@@ -51,7 +46,7 @@ def raw_sha256(name: str, raw_dir: Path, cache_path: Path) -> str:
     there (the prepare job itself then reports what is missing)."""
     raw_dir = Path(raw_dir)
     try:
-        paths = raw_files(name, raw_dir)
+        paths = locate(name, raw_dir)
     except DatasetError:
         return NOT_IN_PLACE
     digests = cached_sha256(paths, cache_path)

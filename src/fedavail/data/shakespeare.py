@@ -67,13 +67,6 @@ _COE_CHARACTER = re.compile(r"^([a-zA-Z][a-zA-Z ]*)\. (.*)")
 _COE_CONTINUATION = re.compile(r"^(.*)")
 
 
-def _title_above(lines: list[str], i: int) -> str:
-    for back in range(2, 8):
-        if i - back >= 0 and lines[i - back].strip():
-            return lines[i - back].strip()
-    raise TextFormatError(f"line {i + 1}: no play title within 7 lines above 'by William Shakespeare'")
-
-
 def parse_complete_works(text: str) -> dict[str, list[str]]:
     """{client id: speech lines} from the 1994 Gutenberg complete works LEAF downloads ("  NAME. speech" on a line
     indented by two spaces, continuation lines by four, plays introduced by "by William Shakespeare"), following LEAF's
@@ -86,33 +79,29 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
     lines = text.splitlines()
     plays: list[tuple[str, dict[str, list[str]]]] = []
     roles: dict[str, list[str]] | None = None
-    current = None
-    comedy_of_errors = False
+    current, comedy_of_errors = None, False
     for i, line in enumerate(lines):
         if "by William Shakespeare" in line:
-            title = _title_above(lines, i)
+            title = next((lines[j].strip() for j in range(i - 2, max(i - 8, -1), -1) if lines[j].strip()), None)
+            if title is None:
+                raise TextFormatError(f"line {i + 1}: no play title within 7 lines above 'by William Shakespeare'")
             roles, current = ({} if not is_poem(title) else None), None
             comedy_of_errors = title == "THE COMEDY OF ERRORS"
             if roles is not None:
                 plays.append((title, roles))
-            continue
-        if roles is None:
-            continue
-        if match := (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line):
+        elif roles is not None and (match := (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line)):
             # Names appear in several casings (SIR TOBY, Sir Toby): LEAF upper-cases them.
-            name = match.group(1).upper()
-            if comedy_of_errors and name.startswith("ACT "):
+            current = match.group(1).upper()
+            if comedy_of_errors and current.startswith("ACT "):
                 current = None
             else:
-                roles.setdefault(name, []).append(match.group(2))
-                current = name
-            continue
-        if current is not None:
-            if match := (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line):
-                if comedy_of_errors and match.group(1).startswith("<"):
-                    current = None  # the file's copyright notices interrupt that play
-                else:
-                    roles[current].append(match.group(1))
+                roles.setdefault(current, []).append(match.group(2))
+        elif current is not None and (
+                match := (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line)):
+            if comedy_of_errors and match.group(1).startswith("<"):
+                current = None  # the file's copyright notices interrupt that play
+            else:
+                roles[current].append(match.group(1))
     return {client_id(title, name): speech for title, play_roles in plays if len(play_roles) > 1
             for name, speech in play_roles.items()}
 
@@ -128,8 +117,7 @@ _MAX_SPEAKER_WORDS = 5
 def speaker_name(line: str) -> str | None:
     """The role a speaker line introduces ("Hor.", "KING. ", "1 Clown.", "Oph. [Sings.]"), upper-cased, or None."""
     head = re.split(r"[\[{]", line, maxsplit=1)[0].rstrip()  # a stage direction may follow the name
-    if (not head or head[0].isspace() or len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head)
-            or not (head.endswith(".") or head.isupper())):
+    if len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head) or not (head.endswith(".") or head.isupper()):
         return None
     words = head.split()
     if len(words) > _MAX_SPEAKER_WORDS or _HEADING.match(head):
@@ -232,8 +220,8 @@ def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, me
         raise ValueError(f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a "
                          f"non-empty test split")
     # Windows overlap almost entirely: store every role's stream once and each sample as its window's start.
-    streams, parts, offset = [], {f"{split}_{key}": [] for split in ("train", "test") for key in "xy"}, 0
-    parts.update(train_groups=[], test_groups=[])
+    parts = {key: [] for key in ("train_x", "train_y", "test_x", "test_y", "train_groups", "test_groups")}
+    streams, offset = [], 0
     for group, cid in enumerate(kept):
         stream, positions = role_stream(roles[cid], seq_length)
         num_train, test_start = split_point(len(positions), train_fraction, seq_length)

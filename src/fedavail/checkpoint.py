@@ -6,13 +6,13 @@ fails either check is renamed to `<name>.unreadable` and the run starts over, so
 import hashlib
 import json
 import logging
-import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from fedavail import integrity
 from fedavail.io import atomic_path
 
 log = logging.getLogger("fedavail.checkpoint")
@@ -50,8 +50,7 @@ def save_checkpoint(path: str | Path, *, fingerprint: str, tensors: dict[str, di
 
 
 def set_aside(path: Path, reason: str) -> Path:
-    aside = path.with_name(path.name + ".unreadable")
-    os.replace(path, aside)
+    aside = integrity.set_aside(path, ".unreadable")
     log.warning("checkpoint %s is unreadable (%s); set aside as %s, the run starts over", path, reason, aside)
     return aside
 

@@ -90,8 +90,8 @@ def damaged(paths) -> list[tuple[Path, str]]:
     return [(path, why) for path, why in checked if why]
 
 
-def set_aside(path: Path) -> Path:
-    """Rename `path` to `<name>.damaged` (replacing an older one) and return the new path."""
-    aside = path.with_name(path.name + ".damaged")
+def set_aside(path: Path, suffix: str = ".damaged") -> Path:
+    """Rename `path` to `<name><suffix>` (replacing an older one) and return the new path."""
+    aside = path.with_name(path.name + suffix)
     os.replace(path, aside)
     return aside

@@ -12,11 +12,6 @@ def file_sha256(path: str | Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def input_hashes(inputs: dict[str, Path]) -> dict[str, str]:
-    """sha256 of each input file's content, by role (prepared, partition, trace)."""
-    return {role: file_sha256(path) for role, path in inputs.items()}
-
-
 def run_fingerprint(spec: dict, code_sha256: str, inputs_sha256: dict[str, str]) -> str:
     """Everything a run's numbers depend on: its spec, the training code and the content of every input. A checkpoint
     made under another fingerprint (e.g. before a partition was regenerated with another α) is never resumed."""

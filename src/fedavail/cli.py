@@ -154,24 +154,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     partition = stages.add_parser("partition", help="split a prepared dataset over clients")
     partition.add_argument("--prepared", type=Path, required=True)
-    partition.add_argument("--seed", type=int, required=True)
-    partition.add_argument("--spec", type=_spec, required=True)
-    partition.add_argument("--out", type=Path, required=True)
     partition.add_argument("--stats", type=Path, required=True)
-    partition.add_argument("--figure", type=Path, required=True)
     partition.set_defaults(func=cmd_partition)
-
     trace = stages.add_parser("trace", help="draw who is available in every round")
     trace.add_argument("--partition", type=Path, default=None)
-    trace.add_argument("--seed", type=int, required=True)
-    trace.add_argument("--spec", type=_spec, required=True)
-    trace.add_argument("--out", type=Path, required=True)
-    trace.add_argument("--figure", type=Path, required=True)
     trace.set_defaults(func=cmd_trace)
+    for stage in (partition, trace):
+        stage.add_argument("--seed", type=int, required=True)
+        stage.add_argument("--spec", type=_spec, required=True)
+        stage.add_argument("--out", type=Path, required=True)
+        stage.add_argument("--figure", type=Path, required=True)
 
     train = stages.add_parser("train", help="one run: an algorithm, a seed, an experiment's settings")
     train_seeds = stages.add_parser("train-seeds", help="several runs of the same settings in one process (their "
                                                         "clients batched together); the same outputs as train")
+    defaults = ExecutionOptions()  # the config's `execution` defaults
     for stage, many in ((train, None), (train_seeds, "+")):
         one_each = "one per spec, in its order" if many else None
         stage.add_argument("--prepared", type=Path, required=True)
@@ -180,7 +177,17 @@ def build_parser() -> argparse.ArgumentParser:
         stage.add_argument("--out-dir", type=Path, nargs=many, required=True, help=one_each)
         stage.add_argument("--spec", type=_specs if many else _spec, required=True,
                             help="JSON list of the runs' specs" if many else None)
-        _execution_arguments(stage)
+        stage.add_argument("--threads", type=int, default=defaults.train_threads)
+        stage.add_argument("--device", type=_device, default=defaults.device,
+                           help="auto (CUDA when present), cpu, cuda, cuda:N")
+        stage.add_argument("--batched", default=str(defaults.batched),
+                           choices=["auto", "true", "false", "True", "False"],
+                           help="vmap over clients (auto: as fedavail.engine.backend measured it)")
+        stage.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
+        stage.add_argument("--log-every", type=int, default=defaults.log_every)
+        stage.add_argument("--gpu-slots", type=Path, default=None, metavar="DIR",
+                           help="with several GPUs visible, lock one device per concurrent job via slot files in DIR "
+                                "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
         stage.set_defaults(func=cmd_train)
 
     report = stages.add_parser("report", help="one report job: an experiment's table and figure, a `reports:` "
@@ -190,20 +197,6 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=_output, nargs="+", required=True, help="KEY=PATH for every output")
     report.set_defaults(func=cmd_report)
     return parser
-
-
-def _execution_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = ExecutionOptions()  # the config's `execution` defaults
-    parser.add_argument("--threads", type=int, default=defaults.train_threads)
-    parser.add_argument("--device", type=_device, default=defaults.device,
-                        help="auto (CUDA when present), cpu, cuda, cuda:N")
-    parser.add_argument("--batched", default=str(defaults.batched), choices=["auto", "true", "false", "True", "False"],
-                        help="vmap over clients (auto: as fedavail.engine.backend measured it)")
-    parser.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
-    parser.add_argument("--log-every", type=int, default=defaults.log_every)
-    parser.add_argument("--gpu-slots", type=Path, default=None, metavar="DIR",
-                        help="with several GPUs visible, lock one device per concurrent job via slot files in DIR "
-                             "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
 
 
 def _process_seconds() -> float | None:

@@ -46,13 +46,11 @@ def visible_devices() -> list[str]:
 
 def _nvidia_smi_devices() -> list[str]:
     try:
-        result = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if result.returncode != 0:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):  # no nvidia-smi, a hang, or a failure: no NVIDIA GPUs to use
         return []
     devices, gpu_index = [], -1
-    for line in result.stdout.splitlines():
+    for line in listing.splitlines():
         if line.startswith("GPU "):
             gpu_index += 1
             devices.append(str(gpu_index))

@@ -55,11 +55,11 @@ def run_problem(run_dir: Path) -> str | None:
     return None
 
 
-def damage(path: Path) -> str | None:
+def damage(path: Path, check_run=run_problem) -> str | None:
     """Why the file at `path` is damaged, or None if it reads back whole (and, for a run's outputs, is sealed)."""
     path = Path(path)
-    if is_run_output(path):
-        return run_problem(path.parent)
+    if path.name in ("summary.json", "metrics.parquet") and path.parent.name.startswith("seed"):
+        return check_run(path.parent)
     try:
         if path.suffix in ZIP_SUFFIXES:
             import zipfile
@@ -78,15 +78,10 @@ def damage(path: Path) -> str | None:
     return None
 
 
-def is_run_output(path: Path) -> bool:
-    return path.name in ("summary.json", "metrics.parquet") and path.parent.name.startswith("seed")
-
-
 def damaged(paths) -> list[tuple[Path, str]]:
     """Every existing file among `paths` that is damaged, with why (a run's two outputs are checked once)."""
     run_problem_once = functools.cache(run_problem)
-    checked = ((path, run_problem_once(path.parent) if is_run_output(path) else damage(path))
-               for path in map(Path, paths) if path.is_file())
+    checked = ((path, damage(path, run_problem_once)) for path in map(Path, paths) if path.is_file())
     return [(path, why) for path, why in checked if why]
 
 

@@ -41,7 +41,7 @@ from fedavail.models import build_model
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
 from fedavail.plan.local import LocalOptions, resolve_local
 from fedavail.plan.sources import run_algorithms, training_code_sha256
-from fedavail.provenance import file_sha256, log_run_header, run_fingerprint
+from fedavail.provenance import file_sha256, run_fingerprint
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
@@ -420,8 +420,12 @@ def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inp
                                              shared.batched, seed_inputs.paths.checkpoint):
         state, local_state, rows = checkpoint.tensors["algorithm"], checkpoint.tensors["local"], checkpoint.rows
         next_round, elapsed_before = checkpoint.next_round, checkpoint.elapsed
-    log_run_header(log, spec=spec, inputs=inputs, inputs_sha256=inputs_sha256, device=device, threads=shared.threads,
-                   batched=shared.batched, resume_round=next_round or None)
+    # The header that opens every training log: what ran, from which inputs, where, and from which round.
+    log.info("run spec: %s", json.dumps(spec, sort_keys=True))
+    for role, path in inputs.items():
+        log.info("input %s: %s sha256=%s", role, path, inputs_sha256[role])
+    log.info("device=%s threads=%d batched=%s", device, shared.threads, shared.batched)
+    log.info("start: %s", f"resuming at round {next_round}" if next_round else "fresh, round 0")
     return SeedRun(shared, spec, seed_inputs.paths, inputs, inputs_sha256, fingerprint, algorithm, trainer, trace,
                    splits, state, local_state, rows, next_round, elapsed_before, label,
                    _progress(next_round, rounds, label))

@@ -96,7 +96,8 @@ def cmd_train(args) -> int:
     elif len({len(entry) for entry in entries}) > 1:
         raise SystemExit(f"fedavail train-seeds: --partition, --trace and --out-dir need one entry per spec "
                          f"({len(args.spec)}); got {len(args.partition)}, {len(args.trace)} and {len(args.out_dir)}")
-    execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
+    batched = {"true": True, "false": False}.get(args.batched.lower(), args.batched)
+    execution = Execution(args.threads, args.device, batched, args.checkpoint_every, args.log_every)
     # Records of finished runs: a job rerun with a run added restores them instead of recomputing them.
     results = run_seeds(args.prepared, [RunInputs(*entry) for entry in zip(*entries)], execution)
     # A preempted run exits non-zero so the scheduler retries it; the retry resumes from the checkpoint.
@@ -114,10 +115,6 @@ def _device(text: str) -> str:
     if not DEVICE.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not auto, cpu, cuda or cuda:N")
     return text
-
-
-def _batched(value: str) -> str | bool:
-    return {"true": True, "false": False}.get(value.lower(), value)
 
 
 def _output(text: str) -> tuple[str, Path]:

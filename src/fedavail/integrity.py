@@ -1,10 +1,7 @@
-"""Files that are damaged, edited or not what they claim to be are never used: the workflow rebuilds them.
-
-A truncated intermediate or run output would otherwise look complete to Snakemake (a damaged trace, for example,
-makes it rerun the runs downstream, deleting their finished results before the job fails on the trace). A real run
-renames a damaged file to `<name>.damaged`, and rule `all` (which asks for every file the config uses) rebuilds it
-byte-identically in the same run. A run's summary.json is sealed: it carries a digest of its own content and of the
-metrics.parquet beside it, and names its run, so an edited, emptied or copied summary or metrics file is damaged."""
+"""Files that are damaged, edited or not what they claim to be are never used: a real run renames them to
+`<name>.damaged` and rebuilds them (README). A truncated file would otherwise look complete to Snakemake. A run's
+summary.json is sealed: it names its run and carries a digest of its own content and of the metrics.parquet beside
+it, so an edited, emptied or copied summary or metrics file is damaged."""
 
 import functools
 import hashlib

@@ -2,8 +2,9 @@
 match to be resumed."""
 
 import hashlib
-import json
 from pathlib import Path
+
+from fedavail.integrity import json_digest
 
 
 def file_sha256(path: str | Path) -> str:
@@ -14,5 +15,4 @@ def file_sha256(path: str | Path) -> str:
 def run_fingerprint(spec: dict, code_sha256: str, inputs_sha256: dict[str, str]) -> str:
     """Everything a run's numbers depend on: its spec, the training code and the content of every input. A checkpoint
     made under another fingerprint (e.g. before a partition was regenerated with another α) is never resumed."""
-    identity = {"spec": spec, "code": code_sha256, "inputs": inputs_sha256}
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    return json_digest({"spec": spec, "code": code_sha256, "inputs": inputs_sha256})

@@ -13,7 +13,6 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,8 +23,8 @@ import torch
 
 from fedavail import __version__, integrity, stopping
 from fedavail.algorithms import build_algorithm
-from fedavail.algorithms.base import Algorithm, RoundContext, State, local_work, state_bytes
-from fedavail.availability.traces import Trace, load_trace
+from fedavail.algorithms.base import RoundContext, State, local_work, state_bytes
+from fedavail.availability.traces import load_trace
 from fedavail.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, set_aside
 from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
@@ -39,7 +38,7 @@ from fedavail.integrity import DIGEST, json_digest, seal_summary
 from fedavail.io import atomic_path, remove_temporaries, write_json
 from fedavail.models import build_model
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
-from fedavail.plan.local import LocalOptions, resolve_local
+from fedavail.plan.local import resolve_local
 from fedavail.plan.sources import run_algorithms, training_code_sha256
 from fedavail.provenance import file_sha256, run_fingerprint
 from fedavail.rng import numpy_generator, torch_generator
@@ -155,8 +154,8 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
         log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
-    shared = _Shared.load(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
-    runs = [_setup(shared, s, *identity, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "")
+    shared = _Shared(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
+    runs = [SeedRun(shared, s, *identity, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "")
             for s, identity in zip(seeds, identities)]
     _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
     for j, seed_run in zip(pending, runs):
@@ -255,68 +254,78 @@ def _identity(prepared: Path, prepared_sha256: str, seed: RunInputs, code_sha256
     return inputs, inputs_sha256, fingerprint, load_checkpoint(seed.paths.checkpoint, fingerprint, device)
 
 
-@dataclass
 class _Shared:
     """What all seeds of one process share: the device, the prepared dataset on it, one model (its parameters are
     only a workspace; every seed's weights are vectors), the back end and the run's settings."""
 
-    device: torch.device
-    dataset: dict
-    model: FlatModel
-    batched: bool
-    threads: int
-    dtype: torch.dtype
-    execution: Execution
-    training: dict
-    local: LocalOptions  # training.local with the algorithm's lr: every seed's (they share all settings)
-    started: float
-    code_sha256: str  # training_code_sha256 of the run's algorithms, computed once per process
-
-    @classmethod
-    def load(cls, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,
-             dtype: torch.dtype, started: float, code_sha256: str) -> "_Shared":
-        training = spec["training"]
-        dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in load_prepared(prepared).items()}
-        model = FlatModel(build_model(training["model"], dataset, int(spec["seed"])).to(dtype)).to(device)
-        # The workflow's specs carry no algorithm lr (the Plan moves it into training.local); hand-written ones may.
-        local = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local")
-        batched = picks_vmap(training["model"], local.batch_size, device) if execution.batched == "auto" \
+    def __init__(self, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,
+                 dtype: torch.dtype, started: float, code_sha256: str):
+        self.device, self.threads, self.dtype, self.execution = device, threads, dtype, execution
+        self.started = started
+        self.code_sha256 = code_sha256  # training_code_sha256 of the run's algorithms, computed once per process
+        self.training = training = spec["training"]
+        self.dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v
+                        for k, v in load_prepared(prepared).items()}
+        self.model = FlatModel(build_model(training["model"], self.dataset, int(spec["seed"])).to(dtype)).to(device)
+        # training.local with the algorithm's lr (a hand-written spec's, see `run`): every seed's, as they share it
+        self.local = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local")
+        self.batched = picks_vmap(training["model"], self.local.batch_size, device) if execution.batched == "auto" \
             else bool(execution.batched)
-        if batched and not vmap_supported(model):
+        if self.batched and not vmap_supported(self.model):
             log.info("model %s cannot be batched with vmap (LSTM); using the per-client loop", training["model"])
-            batched = False
-        return cls(device, dataset, model, batched, threads, dtype, execution, training, local, started, code_sha256)
-
-    def initial_weights(self, seed: int) -> torch.Tensor:
-        module = build_model(self.training["model"], self.dataset, seed).to(self.dtype)
-        return FlatModel(module).flatten().to(self.device)
+            self.batched = False
 
 
-@dataclass
 class SeedRun:
     """One seed inside a training process: its algorithm, local trainer, trace and state, and its outputs (metrics
     rows on the evaluation schedule, checkpoints, the summary with provenance)."""
 
-    shared: _Shared
-    spec: dict
-    paths: RunPaths
-    inputs: dict[str, Path]
-    inputs_sha256: dict[str, str]
-    fingerprint: str
-    algorithm: Algorithm
-    trainer: ClientTrainer
-    trace: Trace
-    splits: dict[str, tuple[torch.Tensor, torch.Tensor]]  # evaluated on: the test set, a fixed subset of the train set
-    state: State
-    local_state: State
-    rows: list[dict]
-    next_round: int
-    elapsed_before: float
-    label: str  # names the seed in log lines when several train in one process
-    progress: Callable[[int, dict, int], None]
-    diverged_at: int | None = None
-    divergence: str | None = None
-    result: dict | None = None  # the summary once written, or {"stopped_at": round}
+    def __init__(self, shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path],
+                 inputs_sha256: dict[str, str], fingerprint: str, checkpoint: Checkpoint | None, label: str):
+        spec, training, device = seed_inputs.spec, shared.training, shared.device
+        self.shared, self.spec, self.paths, self.fingerprint = shared, spec, seed_inputs.paths, fingerprint
+        self.inputs, self.inputs_sha256 = inputs, inputs_sha256
+        self.label = label  # names the seed in log lines when several train in one process
+        seed = int(spec["seed"])
+        algorithm_spec = dict(spec["algorithm"])
+        algorithm_name = algorithm_spec.pop("algorithm")
+        algorithm_spec.pop("lr", None)  # a hand-written spec's: shared.local holds it
+        self.algorithm = build_algorithm(algorithm_name, algorithm_spec)
+        partition = load_partition(seed_inputs.partition)
+        self.trace = trace = load_trace(seed_inputs.trace)
+        rounds = int(training["rounds"])
+        if trace.available.shape[0] < rounds:
+            raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[0]} rounds, the run needs {rounds}")
+        if trace.available.shape[1] != partition.num_clients:
+            raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[1]} clients, "
+                             f"partition {seed_inputs.partition} has {partition.num_clients}")
+
+        augmentation = AugmentationOptions(**training.get("augmentation", {}))
+        data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
+        self.trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
+        train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
+        # The models are evaluated on the test set and a fixed subset of the train set.
+        self.splits = {"test": (shared.dataset["test_x"], shared.dataset["test_y"]),
+                       "train": (shared.dataset["train_x"][train_eval], shared.dataset["train_y"][train_eval])}
+
+        x0 = FlatModel(build_model(training["model"], shared.dataset, seed).to(shared.dtype)).flatten().to(device)
+        self.state = self.algorithm.init_state(x0, data.client_sizes().to(device))
+        self.local_state = self.trainer.init_state(partition.num_clients, x0.dtype, device)
+        self.rows, self.next_round, self.elapsed_before = [], 0, 0.0
+        if checkpoint is not None and _resumable(checkpoint, {"algorithm": self.state, "local": self.local_state},
+                                                 rounds, shared.batched, self.paths.checkpoint):
+            self.state, self.local_state = checkpoint.tensors["algorithm"], checkpoint.tensors["local"]
+            self.rows, self.next_round, self.elapsed_before = checkpoint.rows, checkpoint.next_round, checkpoint.elapsed
+        self.diverged_at: int | None = None
+        self.divergence: str | None = None
+        self.result: dict | None = None  # the summary once written, or {"stopped_at": round}
+        # The header that opens every training log: what ran, from which inputs, where, and from which round.
+        log.info("run spec: %s", json.dumps(spec, sort_keys=True))
+        for role, path in inputs.items():
+            log.info("input %s: %s sha256=%s", role, path, inputs_sha256[role])
+        log.info("device=%s threads=%d batched=%s", device, shared.threads, shared.batched)
+        log.info("start: %s", f"resuming at round {self.next_round}" if self.next_round else "fresh, round 0")
+        self.progress = _progress(self.next_round, rounds, label)
 
     def context(self, t: int) -> RoundContext:
         device = self.trainer.data.device
@@ -375,7 +384,8 @@ class SeedRun:
             "state_bytes": state_bytes(self.state) + state_bytes(self.local_state),
             "local_state_bytes": state_bytes(self.local_state), "dimension": shared.model.dim,
             "wall_seconds": self.elapsed(),
-            "peak_memory_bytes": _peak_memory(shared.device),
+            "peak_memory_bytes": int(torch.cuda.max_memory_allocated(shared.device)) if shared.device.type == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "provenance": {"fedavail_version": __version__, "git_commit": git_commit(), "torch": torch.__version__,
                            "device": str(shared.device), "batched": shared.batched,
                            "python": sys.version.split()[0], "training_code_sha256": shared.code_sha256},
@@ -386,49 +396,6 @@ class SeedRun:
         with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
             tmp.write_text(json.dumps({**record, DIGEST: json_digest(record)}, default=str))
         self.paths.checkpoint.unlink(missing_ok=True)
-
-
-def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inputs_sha256: dict[str, str],
-           fingerprint: str, checkpoint: Checkpoint | None, label: str) -> SeedRun:
-    spec, training, device = seed_inputs.spec, shared.training, shared.device
-    seed = int(spec["seed"])
-    algorithm_spec = dict(spec["algorithm"])
-    algorithm_name = algorithm_spec.pop("algorithm")
-    algorithm_spec.pop("lr", None)  # a hand-written spec's: shared.local holds it
-    algorithm = build_algorithm(algorithm_name, algorithm_spec)
-    partition = load_partition(seed_inputs.partition)
-    trace = load_trace(seed_inputs.trace)
-    rounds = int(training["rounds"])
-    if trace.available.shape[0] < rounds:
-        raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[0]} rounds, the run needs {rounds}")
-    if trace.available.shape[1] != partition.num_clients:
-        raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[1]} clients, "
-                         f"partition {seed_inputs.partition} has {partition.num_clients}")
-
-    augmentation = AugmentationOptions(**training.get("augmentation", {}))
-    data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
-    trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
-    train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
-    splits = {"test": (shared.dataset["test_x"], shared.dataset["test_y"]),
-              "train": (shared.dataset["train_x"][train_eval], shared.dataset["train_y"][train_eval])}
-
-    x0 = shared.initial_weights(seed)
-    state = algorithm.init_state(x0, data.client_sizes().to(device))
-    local_state = trainer.init_state(partition.num_clients, x0.dtype, device)
-    rows, next_round, elapsed_before = [], 0, 0.0
-    if checkpoint is not None and _resumable(checkpoint, {"algorithm": state, "local": local_state}, rounds,
-                                             shared.batched, seed_inputs.paths.checkpoint):
-        state, local_state, rows = checkpoint.tensors["algorithm"], checkpoint.tensors["local"], checkpoint.rows
-        next_round, elapsed_before = checkpoint.next_round, checkpoint.elapsed
-    # The header that opens every training log: what ran, from which inputs, where, and from which round.
-    log.info("run spec: %s", json.dumps(spec, sort_keys=True))
-    for role, path in inputs.items():
-        log.info("input %s: %s sha256=%s", role, path, inputs_sha256[role])
-    log.info("device=%s threads=%d batched=%s", device, shared.threads, shared.batched)
-    log.info("start: %s", f"resuming at round {next_round}" if next_round else "fresh, round 0")
-    return SeedRun(shared, spec, seed_inputs.paths, inputs, inputs_sha256, fingerprint, algorithm, trainer, trace,
-                   splits, state, local_state, rows, next_round, elapsed_before, label,
-                   _progress(next_round, rounds, label))
 
 
 def _resumable(checkpoint: Checkpoint, fresh: dict[str, State], rounds: int, batched: bool, path: Path) -> bool:
@@ -513,12 +480,6 @@ def _train_eval_subset(dataset: dict, samples: int, seed: int) -> torch.Tensor:
         return torch.arange(size)
     chosen = numpy_generator(seed, "train-eval-subset").choice(size, samples, replace=False)
     return torch.from_numpy(chosen.copy()).sort().values
-
-
-def _peak_memory(device: torch.device) -> int:
-    if device.type == "cuda":
-        return int(torch.cuda.max_memory_allocated(device))
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _progress(first_round: int, rounds: int, label: str):

@@ -16,10 +16,8 @@ consumed and select/aggregate agree.
 
 acc_r is the participants' mean local training accuracy, read one of two ways (option `signal`):
   round_mean: each participant's mean minibatch accuracy over round r's local steps (LocalResult.accuracy);
-  running:    each participant's running mean minibatch accuracy since its current epoch began, reported at its last
-              step of the round (a step that ends an epoch reports that epoch's mean): the per-client metric of the
-              authors' code (RogerRogerUSC/FAST `Agent.train_accuracy`, reset at each epoch's end), whose epochs span
-              rounds when local work is `epochs` with `max_steps` (LocalResult.running_accuracy).
+  running:    each participant's running mean since its current epoch began, at its last step of the round
+              (LocalResult.running_accuracy): the authors' metric (RogerRogerUSC/FAST `Agent.train_accuracy`).
 Round 0 has acc_{−1} = 0 (Algorithm 2 starts Δ = 0, as the authors' v_prev = 0), so q_1 = 0. A round
 without participants has no accuracy and leaves q_r and acc_{r−1} unchanged.
 

@@ -98,7 +98,6 @@ def cmd_train(args) -> int:
                          f"({len(args.spec)}); got {len(args.partition)}, {len(args.trace)} and {len(args.out_dir)}")
     batched = {"true": True, "false": False}.get(args.batched.lower(), args.batched)
     execution = Execution(args.threads, args.device, batched, args.checkpoint_every, args.log_every)
-    # Records of finished runs: a job rerun with a run added restores them instead of recomputing them.
     results = run_seeds(args.prepared, [RunInputs(*entry) for entry in zip(*entries)], execution)
     # A preempted run exits non-zero so the scheduler retries it; the retry resumes from the checkpoint.
     return 3 if any("stopped_at" in result for result in results) else 0

@@ -316,8 +316,7 @@ class SeedRun:
                                                  rounds, shared.batched, self.paths.checkpoint):
             self.state, self.local_state = checkpoint.tensors["algorithm"], checkpoint.tensors["local"]
             self.rows, self.next_round, self.elapsed_before = checkpoint.rows, checkpoint.next_round, checkpoint.elapsed
-        self.diverged_at: int | None = None
-        self.divergence: str | None = None
+        self.diverged_at = self.divergence = None  # the round and the why, once the run diverges
         self.result: dict | None = None  # the summary once written, or {"stopped_at": round}
         # The header that opens every training log: what ran, from which inputs, where, and from which round.
         log.info("run spec: %s", json.dumps(spec, sort_keys=True))

@@ -195,25 +195,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _process_seconds() -> float | None:
-    """Seconds since this process started, interpreter start-up included; None without Linux's /proc."""
+def _log_time(stage: str, event: str, main_started: float) -> None:
+    """A command's first and last log lines: benchmarks/job_accounting.py adds them up over a run's job logs. Seconds
+    count from the process's start (interpreter start-up included), known from Linux's /proc."""
     try:
         stat = Path("/proc/self/stat").read_text()
     except OSError:
-        return None
-    # Field 22, the start time in clock ticks since boot; fields are counted from after the command name's ")".
-    started_ticks = int(stat.rsplit(")", 1)[1].split()[19])
-    return time.clock_gettime(time.CLOCK_BOOTTIME) - started_ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _log_time(stage: str, event: str, main_started: float) -> None:
-    """A command's first and last log lines: benchmarks/job_accounting.py adds them up over a run's job logs."""
-    seconds = _process_seconds()
-    if seconds is None:
         log.info("%s %s %.2f s after main() started (process start time unknown)", stage, event,
                  time.perf_counter() - main_started)
-    else:
-        log.info("%s %s %.2f s after its process started", stage, event, seconds)
+        return
+    # Field 22, the start time in clock ticks since boot; fields are counted from after the command name's ")".
+    started_ticks = int(stat.rsplit(")", 1)[1].split()[19])
+    seconds = time.clock_gettime(time.CLOCK_BOOTTIME) - started_ticks / os.sysconf("SC_CLK_TCK")
+    log.info("%s %s %.2f s after its process started", stage, event, seconds)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,12 +34,8 @@ def visible_devices() -> list[str]:
     """The devices this process may use: CUDA_VISIBLE_DEVICES when set (a scheduler or the user chose), else every
     GPU (or MIG instance) that `nvidia-smi -L` lists; [] without NVIDIA GPUs."""
     value = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return _nvidia_smi_devices()
-    return [] if value.strip() in _HIDDEN else [d.strip() for d in value.split(",") if d.strip()]
-
-
-def _nvidia_smi_devices() -> list[str]:
+    if value is not None:
+        return [] if value.strip() in _HIDDEN else [d.strip() for d in value.split(",") if d.strip()]
     try:
         listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):  # no nvidia-smi, a hang, or a failure: no NVIDIA GPUs to use

@@ -1,7 +1,8 @@
 """Files that are damaged, edited or not what they claim to be are never used: a real run renames them to
-`<name>.damaged` and rebuilds them (README). A truncated file would otherwise look complete to Snakemake. A run's
-summary.json is sealed: it names its run and carries a digest of its own content and of the metrics.parquet beside
-it, so an edited, emptied or copied summary or metrics file is damaged."""
+`<name>.damaged` and rebuilds them (README). A truncated file would otherwise look complete to Snakemake (a damaged
+trace would make it rerun the runs downstream, deleting their finished results, before the job fails on the trace).
+A run's summary.json is sealed: it names its run and carries a digest of its own content and of the metrics.parquet
+beside it, so an edited, emptied or copied summary or metrics file is damaged."""
 
 import functools
 import hashlib

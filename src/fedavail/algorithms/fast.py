@@ -42,15 +42,13 @@ class Fast(FastOptions, Algorithm):
     def inner(self) -> Algorithm:
         return build_algorithm(self.base, self.base_hyperparameters)
 
-    def initial_q(self) -> float:
-        return {"every": 1.0 / self.interval, "bernoulli": self.q, "adaptive": 0.0}[self.schedule]
-
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         state = self.inner.init_state(x0, client_sizes)
         clash = sorted(set(state) & set(_KEYS))
         if clash:
             raise ValueError(f"fast: base {self.base!r} state already has key(s) {clash}")
-        q0 = torch.tensor(self.initial_q(), dtype=torch.float64, device=x0.device)
+        q = {"every": 1.0 / self.interval, "bernoulli": self.q, "adaptive": 0.0}[self.schedule]
+        q0 = torch.tensor(q, dtype=torch.float64, device=x0.device)
         zero = torch.zeros((), dtype=torch.float64, device=x0.device)
         return {**state, "q": q0, "last_q": q0.clone(), "last_snapshot": zero.clone(), "last_acc": zero.clone()}
 

@@ -21,11 +21,14 @@ class GFedAvg(GFedAvgOptions, Algorithm):
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         return {"x": x0.clone(), "z": x0.clone()}
 
+    def amplifies(self, round_index: int) -> bool:
+        return (round_index + 1) % self.period == 0
+
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         x = state["x"]
         if len(clients):
             x = x + self.global_lr * (result.end - result.start).mean(0)
-        if (ctx.round + 1) % self.period != 0:
+        if not self.amplifies(ctx.round):
             return {**state, "x": x}
         x = state["z"] + self.amplification * (x - state["z"])
         return {**state, "x": x, "z": x.clone()}

@@ -26,9 +26,7 @@ from fedavail.plan.algorithms.scaffold import ScaffoldOptions
 
 class Scaffold(ScaffoldOptions, Algorithm):
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
-        num_clients = len(client_sizes)
-        return {"x": x0.clone(), "c": torch.zeros_like(x0),
-                "c_i": x0.new_zeros(num_clients, x0.numel())}
+        return {"x": x0.clone(), "c": torch.zeros_like(x0), "c_i": x0.new_zeros(len(client_sizes), x0.numel())}
 
     def correction(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> LocalCorrection:
         return LocalCorrection(drift=state["c"] - state["c_i"][clients], mean_gradient=True)

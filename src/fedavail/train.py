@@ -287,10 +287,9 @@ class SeedRun:
         self.inputs, self.inputs_sha256 = inputs, inputs_sha256
         self.label = label  # names the seed in log lines when several train in one process
         seed = int(spec["seed"])
-        algorithm_spec = dict(spec["algorithm"])
-        algorithm_name = algorithm_spec.pop("algorithm")
-        algorithm_spec.pop("lr", None)  # a hand-written spec's: shared.local holds it
-        self.algorithm = build_algorithm(algorithm_name, algorithm_spec)
+        # A hand-written spec's lr is in shared.local.
+        hyperparameters = {k: v for k, v in spec["algorithm"].items() if k not in ("algorithm", "lr")}
+        self.algorithm = build_algorithm(spec["algorithm"]["algorithm"], hyperparameters)
         partition = load_partition(seed_inputs.partition)
         self.trace = trace = load_trace(seed_inputs.trace)
         rounds = int(training["rounds"])

@@ -1,18 +1,17 @@
-"""Training checkpoints: named groups of tensors (e.g. {"algorithm": state, "local": optimizer state}) and JSON
-metadata, in a torch file read with weights_only=True, so loading one can never run code. Every member's zip CRC is
-checked (torch.load skips it) and the content must match its saved sha256 digest. A checkpoint that cannot be read or
-fails either check is renamed to `<name>.unreadable` and the run starts over, so a damaged file never blocks a rerun."""
+"""Training checkpoints: named groups of tensors and JSON metadata in a torch file read with weights_only=True (loading
+one never runs code). One that fails a member's zip CRC (torch.load skips it) or its sha256 digest, or cannot be read,
+is renamed to `<name>.unreadable` and the run starts over, so a damaged file never blocks a rerun."""
 
 import hashlib
 import json
 import logging
-import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from fedavail import integrity
 from fedavail.io import atomic_path
 
 log = logging.getLogger("fedavail.checkpoint")
@@ -50,8 +49,7 @@ def save_checkpoint(path: str | Path, *, fingerprint: str, tensors: dict[str, di
 
 
 def set_aside(path: Path, reason: str) -> Path:
-    aside = path.with_name(path.name + ".unreadable")
-    os.replace(path, aside)
+    aside = integrity.set_aside(path, ".unreadable")
     log.warning("checkpoint %s is unreadable (%s); set aside as %s, the run starts over", path, reason, aside)
     return aside
 

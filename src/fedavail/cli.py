@@ -96,8 +96,8 @@ def cmd_train(args) -> int:
     elif len({len(entry) for entry in entries}) > 1:
         raise SystemExit(f"fedavail train-seeds: --partition, --trace and --out-dir need one entry per spec "
                          f"({len(args.spec)}); got {len(args.partition)}, {len(args.trace)} and {len(args.out_dir)}")
-    execution = Execution(args.threads, args.device, _batched(args.batched), args.checkpoint_every, args.log_every)
-    # Records of finished runs: a job rerun with a run added restores them instead of recomputing them.
+    batched = {"true": True, "false": False}.get(args.batched.lower(), args.batched)
+    execution = Execution(args.threads, args.device, batched, args.checkpoint_every, args.log_every)
     results = run_seeds(args.prepared, [RunInputs(*entry) for entry in zip(*entries)], execution)
     # A preempted run exits non-zero so the scheduler retries it; the retry resumes from the checkpoint.
     return 3 if any("stopped_at" in result for result in results) else 0
@@ -114,10 +114,6 @@ def _device(text: str) -> str:
     if not DEVICE.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not auto, cpu, cuda or cuda:N")
     return text
-
-
-def _batched(value: str) -> str | bool:
-    return {"true": True, "false": False}.get(value.lower(), value)
 
 
 def _output(text: str) -> tuple[str, Path]:
@@ -154,24 +150,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     partition = stages.add_parser("partition", help="split a prepared dataset over clients")
     partition.add_argument("--prepared", type=Path, required=True)
-    partition.add_argument("--seed", type=int, required=True)
-    partition.add_argument("--spec", type=_spec, required=True)
-    partition.add_argument("--out", type=Path, required=True)
     partition.add_argument("--stats", type=Path, required=True)
-    partition.add_argument("--figure", type=Path, required=True)
     partition.set_defaults(func=cmd_partition)
-
     trace = stages.add_parser("trace", help="draw who is available in every round")
     trace.add_argument("--partition", type=Path, default=None)
-    trace.add_argument("--seed", type=int, required=True)
-    trace.add_argument("--spec", type=_spec, required=True)
-    trace.add_argument("--out", type=Path, required=True)
-    trace.add_argument("--figure", type=Path, required=True)
     trace.set_defaults(func=cmd_trace)
+    for stage in (partition, trace):
+        stage.add_argument("--seed", type=int, required=True)
+        stage.add_argument("--spec", type=_spec, required=True)
+        stage.add_argument("--out", type=Path, required=True)
+        stage.add_argument("--figure", type=Path, required=True)
 
     train = stages.add_parser("train", help="one run: an algorithm, a seed, an experiment's settings")
     train_seeds = stages.add_parser("train-seeds", help="several runs of the same settings in one process (their "
                                                         "clients batched together); the same outputs as train")
+    defaults = ExecutionOptions()  # the config's `execution` defaults
     for stage, many in ((train, None), (train_seeds, "+")):
         one_each = "one per spec, in its order" if many else None
         stage.add_argument("--prepared", type=Path, required=True)
@@ -180,7 +173,17 @@ def build_parser() -> argparse.ArgumentParser:
         stage.add_argument("--out-dir", type=Path, nargs=many, required=True, help=one_each)
         stage.add_argument("--spec", type=_specs if many else _spec, required=True,
                             help="JSON list of the runs' specs" if many else None)
-        _execution_arguments(stage)
+        stage.add_argument("--threads", type=int, default=defaults.train_threads)
+        stage.add_argument("--device", type=_device, default=defaults.device,
+                           help="auto (CUDA when present), cpu, cuda, cuda:N")
+        stage.add_argument("--batched", default=str(defaults.batched),
+                           choices=["auto", "true", "false", "True", "False"],
+                           help="vmap over clients (auto: as fedavail.engine.backend measured it)")
+        stage.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
+        stage.add_argument("--log-every", type=int, default=defaults.log_every)
+        stage.add_argument("--gpu-slots", type=Path, default=None, metavar="DIR",
+                           help="with several GPUs visible, lock one device per concurrent job via slot files in DIR "
+                                "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
         stage.set_defaults(func=cmd_train)
 
     report = stages.add_parser("report", help="one report job: an experiment's table and figure, a `reports:` "
@@ -192,39 +195,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _execution_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = ExecutionOptions()  # the config's `execution` defaults
-    parser.add_argument("--threads", type=int, default=defaults.train_threads)
-    parser.add_argument("--device", type=_device, default=defaults.device,
-                        help="auto (CUDA when present), cpu, cuda, cuda:N")
-    parser.add_argument("--batched", default=str(defaults.batched), choices=["auto", "true", "false", "True", "False"],
-                        help="vmap over clients (auto: as fedavail.engine.backend measured it)")
-    parser.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
-    parser.add_argument("--log-every", type=int, default=defaults.log_every)
-    parser.add_argument("--gpu-slots", type=Path, default=None, metavar="DIR",
-                        help="with several GPUs visible, lock one device per concurrent job via slot files in DIR "
-                             "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
-
-
-def _process_seconds() -> float | None:
-    """Seconds since this process started, interpreter start-up included; None without Linux's /proc."""
+def _log_time(stage: str, event: str, main_started: float) -> None:
+    """A command's first and last log lines: benchmarks/job_accounting.py adds them up over a run's job logs. Seconds
+    count from the process's start (interpreter start-up included), known from Linux's /proc."""
     try:
         stat = Path("/proc/self/stat").read_text()
     except OSError:
-        return None
-    # Field 22, the start time in clock ticks since boot; fields are counted from after the command name's ")".
-    started_ticks = int(stat.rsplit(")", 1)[1].split()[19])
-    return time.clock_gettime(time.CLOCK_BOOTTIME) - started_ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _log_time(stage: str, event: str, main_started: float) -> None:
-    """A command's first and last log lines: benchmarks/job_accounting.py adds them up over a run's job logs."""
-    seconds = _process_seconds()
-    if seconds is None:
         log.info("%s %s %.2f s after main() started (process start time unknown)", stage, event,
                  time.perf_counter() - main_started)
-    else:
-        log.info("%s %s %.2f s after its process started", stage, event, seconds)
+        return
+    # Field 22, the start time in clock ticks since boot; fields are counted from after the command name's ")".
+    started_ticks = int(stat.rsplit(")", 1)[1].split()[19])
+    seconds = time.clock_gettime(time.CLOCK_BOOTTIME) - started_ticks / os.sysconf("SC_CLK_TCK")
+    log.info("%s %s %.2f s after its process started", stage, event, seconds)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,14 +1,9 @@
-"""Lock-file GPU slots: each concurrent training job on a several-GPU workstation gets its own device.
+"""Lock-file GPU slots: each concurrent training job on a several-GPU workstation gets its own device (README).
 
 Snakemake's `gpu` resource (profiles/local-gpu) only caps how many training jobs run at once; it assigns no device,
-so every job would land on GPU 0. Before torch initialises CUDA, `fedavail train --gpu-slots DIR` takes an exclusive
-`fcntl.flock` lock on one slot file per (host, device) under DIR and sets CUDA_VISIBLE_DEVICES to that device alone.
-The kernel releases the lock when the process exits, however it exits, so a crashed job never leaves a slot taken.
-When every device has a holder, the job takes a slot on the next "level" (a second job on a device) rather than wait.
-
-Nothing happens when the run asks for a fixed device (`cpu`, `cuda:N`) or at most one device is visible (e.g. a SLURM
-job given one GPU, whose CUDA_VISIBLE_DEVICES SLURM set). This module must not import torch.
-"""
+so every job would land on GPU 0. An `fcntl.flock` lock per (host, device, level) slot file is released by the kernel
+however the process exits, so a crashed job never leaves a slot taken. This module must not import torch: CUDA reads
+CUDA_VISIBLE_DEVICES once, when it initialises."""
 
 import fcntl
 import logging
@@ -39,20 +34,14 @@ def visible_devices() -> list[str]:
     """The devices this process may use: CUDA_VISIBLE_DEVICES when set (a scheduler or the user chose), else every
     GPU (or MIG instance) that `nvidia-smi -L` lists; [] without NVIDIA GPUs."""
     value = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return _nvidia_smi_devices()
-    return [] if value.strip() in _HIDDEN else [d.strip() for d in value.split(",") if d.strip()]
-
-
-def _nvidia_smi_devices() -> list[str]:
+    if value is not None:
+        return [] if value.strip() in _HIDDEN else [d.strip() for d in value.split(",") if d.strip()]
     try:
-        result = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if result.returncode != 0:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):  # no nvidia-smi, a hang, or a failure: no NVIDIA GPUs to use
         return []
     devices, gpu_index = [], -1
-    for line in result.stdout.splitlines():
+    for line in listing.splitlines():
         if line.startswith("GPU "):
             gpu_index += 1
             devices.append(str(gpu_index))
@@ -71,7 +60,8 @@ def gpu_count() -> int:
 
 
 def acquire(slot_dir: str | os.PathLike, devices: list[str]) -> Slot:
-    """Lock the first free slot: devices in order on level 0 (one job per device), then level 1, and so on."""
+    """Lock the first free slot: devices in order on level 0 (one job per device), then level 1 (a second job on a
+    device: never a wait), and so on."""
     if not devices:
         raise ValueError("no devices to choose from")
     slot_dir = Path(slot_dir)
@@ -95,7 +85,8 @@ def acquire(slot_dir: str | os.PathLike, devices: list[str]) -> Slot:
 
 
 def claim(slot_dir: str | os.PathLike, requested_device: str = "auto") -> Slot | None:
-    """Give this process one device via CUDA_VISIBLE_DEVICES (call before torch touches CUDA); None if not needed."""
+    """Give this process one device via CUDA_VISIBLE_DEVICES (call before torch touches CUDA); None for a fixed device
+    (`cpu`, `cuda:N`) or at most one visible (e.g. the one GPU SLURM gave the job)."""
     if requested_device not in ("auto", "cuda"):
         return None
     devices = visible_devices()

@@ -1,10 +1,8 @@
-"""Files that are damaged, edited or not what they claim to be are never used: the workflow rebuilds them.
-
-A truncated intermediate or run output would otherwise look complete to Snakemake (a damaged trace, for example,
-makes it rerun the runs downstream, deleting their finished results before the job fails on the trace). A real run
-renames a damaged file to `<name>.damaged`, and rule `all` (which asks for every file the config uses) rebuilds it
-byte-identically in the same run. A run's summary.json is sealed: it carries a digest of its own content and of the
-metrics.parquet beside it, and names its run, so an edited, emptied or copied summary or metrics file is damaged."""
+"""Files that are damaged, edited or not what they claim to be are never used: a real run renames them to
+`<name>.damaged` and rebuilds them (README). A truncated file would otherwise look complete to Snakemake (a damaged
+trace would make it rerun the runs downstream, deleting their finished results, before the job fails on the trace).
+A run's summary.json is sealed: it names its run and carries a digest of its own content and of the metrics.parquet
+beside it, so an edited, emptied or copied summary or metrics file is damaged."""
 
 import functools
 import hashlib
@@ -55,11 +53,11 @@ def run_problem(run_dir: Path) -> str | None:
     return None
 
 
-def damage(path: Path) -> str | None:
+def damage(path: Path, check_run=run_problem) -> str | None:
     """Why the file at `path` is damaged, or None if it reads back whole (and, for a run's outputs, is sealed)."""
     path = Path(path)
-    if is_run_output(path):
-        return run_problem(path.parent)
+    if path.name in ("summary.json", "metrics.parquet") and path.parent.name.startswith("seed"):
+        return check_run(path.parent)
     try:
         if path.suffix in ZIP_SUFFIXES:
             import zipfile
@@ -78,20 +76,15 @@ def damage(path: Path) -> str | None:
     return None
 
 
-def is_run_output(path: Path) -> bool:
-    return path.name in ("summary.json", "metrics.parquet") and path.parent.name.startswith("seed")
-
-
 def damaged(paths) -> list[tuple[Path, str]]:
     """Every existing file among `paths` that is damaged, with why (a run's two outputs are checked once)."""
     run_problem_once = functools.cache(run_problem)
-    checked = ((path, run_problem_once(path.parent) if is_run_output(path) else damage(path))
-               for path in map(Path, paths) if path.is_file())
+    checked = ((path, damage(path, run_problem_once)) for path in map(Path, paths) if path.is_file())
     return [(path, why) for path, why in checked if why]
 
 
-def set_aside(path: Path) -> Path:
-    """Rename `path` to `<name>.damaged` (replacing an older one) and return the new path."""
-    aside = path.with_name(path.name + ".damaged")
+def set_aside(path: Path, suffix: str = ".damaged") -> Path:
+    """Rename `path` to `<name><suffix>` (replacing an older one) and return the new path."""
+    aside = path.with_name(path.name + suffix)
     os.replace(path, aside)
     return aside

@@ -47,13 +47,11 @@ def atomic_path(path: str | os.PathLike):
         raise
 
 
-def remove_temporaries(directory: str | os.PathLike) -> list[Path]:
+def remove_temporaries(directory: str | os.PathLike) -> None:
     """Delete the temporary files that atomic_path left in `directory` when a process was killed mid-write. Call it
     only where no other process is writing (e.g. a run folder at the start of its one job)."""
-    removed = sorted(Path(directory).glob(".*.tmp")) if Path(directory).is_dir() else []
-    for path in removed:
+    for path in Path(directory).glob(".*.tmp"):
         path.unlink(missing_ok=True)
-    return removed
 
 
 def write_json(path: str | os.PathLike, obj) -> None:

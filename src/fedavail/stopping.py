@@ -1,8 +1,6 @@
-"""Stop requests (SIGTERM/SIGINT, e.g. SLURM preemption or a job's time limit).
-
-The signal handler only records the request. Training checks it between rounds, between clients and between local
-steps (`raise_if_requested`), so a stop never waits for the end of a long round: the unfinished round is discarded and
-the run checkpoints at that round's start."""
+"""Stop requests (SIGTERM/SIGINT, e.g. SLURM preemption or a job's time limit). The handler only records the request;
+training checks it between rounds, clients and local steps (`raise_if_requested`), so a stop never waits for a long
+round: the unfinished round is discarded and the run checkpoints at its start."""
 
 import signal
 

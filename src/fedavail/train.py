@@ -1,11 +1,9 @@
 """Training runs: set up (prepared data, partition, trace; model, algorithm, local trainer, state, resume), loop
 rounds, and record (evaluation schedule, per-round metrics in parquet, checkpoints, a summary with provenance in JSON).
 
-`run` trains one run. `run_seeds` trains several runs in one process (the seeds of an experiment x algorithm, and
-runs of other experiments with the same settings): each keeps its own partition, trace, keyed streams, algorithm
-state, checkpoint and outputs, and the round's local work of all their participants is one back-end call (one vmap
-on the batched back end). Every run's numbers are its separate run's (exactly on the per-client loop; on vmap up to
-the reassociation of batched kernels)."""
+`run` trains one run; `run_seeds` several in one process (the seeds of an experiment x algorithm, and runs of other
+experiments with the same settings), each with its own partition, trace, keyed streams, state and outputs, the local
+work of all their participants one back-end call (fedavail.engine.local.train_together)."""
 
 import functools
 import json
@@ -15,7 +13,6 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,10 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from fedavail import __version__, stopping
+from fedavail import __version__, integrity, stopping
 from fedavail.algorithms import build_algorithm
-from fedavail.algorithms.base import Algorithm, RoundContext, State, local_work, state_bytes
-from fedavail.availability.traces import Trace, load_trace
+from fedavail.algorithms.base import RoundContext, State, local_work, state_bytes
+from fedavail.availability.traces import load_trace
 from fedavail.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, set_aside
 from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
@@ -41,16 +38,12 @@ from fedavail.integrity import DIGEST, json_digest, seal_summary
 from fedavail.io import atomic_path, remove_temporaries, write_json
 from fedavail.models import build_model
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
-from fedavail.plan.local import LocalOptions, resolve_local
+from fedavail.plan.local import resolve_local
 from fedavail.plan.sources import run_algorithms, training_code_sha256
-from fedavail.provenance import file_sha256, input_hashes, log_run_header, run_fingerprint
+from fedavail.provenance import file_sha256, run_fingerprint
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
-
-
-def evaluation_due(round_index: int, rounds: int, eval_every: int, last_n: int) -> bool:
-    return round_index % eval_every == 0 or round_index >= rounds - last_n
 
 
 class DeviceUnavailable(RuntimeError):
@@ -120,6 +113,9 @@ class RunInputs:
     out_dir: Path
     spec: dict
 
+    def __post_init__(self):
+        self.paths = RunPaths(Path(self.out_dir))
+
 
 def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Path, spec: dict,
         execution: Execution = Execution(), stop_after_round: int | None = None) -> dict:
@@ -148,8 +144,7 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
     device = pick_device(execution.device)
     prepared_sha256 = file_sha256(prepared_path)
     identities = [_identity(Path(prepared_path), prepared_sha256, s, code_sha256, device) for s in seeds]
-    results = [_restore_finished(RunPaths(Path(s.out_dir)), identity[2], s.spec)
-               for s, identity in zip(seeds, identities)]
+    results = [_restore_finished(s.paths, identity[2], s.spec) for s, identity in zip(seeds, identities)]
     pending = [j for j, result in enumerate(results) if result is None]
     if not pending:
         return results
@@ -159,8 +154,8 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
         log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
-    shared = _Shared.load(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
-    runs = [_setup(shared, s, *identity, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "")
+    shared = _Shared(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
+    runs = [SeedRun(shared, s, *identity, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "")
             for s, identity in zip(seeds, identities)]
     _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
     for j, seed_run in zip(pending, runs):
@@ -175,20 +170,16 @@ def _restore_finished(paths: RunPaths, fingerprint: str, spec: dict) -> dict | N
         return None
     try:
         record = json.loads(paths.finished.read_text())
-        if not isinstance(record, dict) or record.get("fingerprint") != fingerprint:
-            problem = None if isinstance(record, dict) else "not a JSON object"
-        else:
-            problem = _record_problem(record, spec)
+        if isinstance(record, dict) and record.get("fingerprint") != fingerprint:
+            return None  # another spec, code or inputs: the seed is trained again and the record replaced
+        problem = _record_problem(record, spec) if isinstance(record, dict) else "not a JSON object"
     except Exception as error:  # unreadable, or not shaped as a record: set aside, never a crash on every rerun
         problem = f"{type(error).__name__}: {error}"
     if problem is not None:
-        aside = paths.finished.with_name(paths.finished.name + ".invalid")
-        paths.finished.replace(aside)
+        aside = integrity.set_aside(paths.finished, ".invalid")
         log.warning("record %s is not this run's (%s); set aside as %s, the seed is trained again", paths.finished,
                     problem, aside)
         return None
-    if record.get("fingerprint") != fingerprint:
-        return None  # another spec, code or inputs: the seed is trained again and the record replaced
     _write_metrics(paths.metrics, record["rows"])
     summary = seal_summary(record["summary"], paths.metrics)
     write_json(paths.summary, summary)
@@ -210,15 +201,10 @@ def _record_problem(record: dict, spec: dict) -> str | None:
     if len(rows) != summary.get("rounds_completed") or len(rows) != (
             int(spec["training"]["rounds"]) if diverged_at is None else diverged_at + 1):
         return f"{len(rows)} rows for a run of {spec['training']['rounds']} rounds"
-    return _metric_out_of_range(rows)
-
-
-def _metric_out_of_range(rows: list[dict]) -> str | None:
     for row in rows:
         for name, value in row.items():
-            if not isinstance(value, (int, float)) or math.isnan(value):
-                continue
-            if "acc" in name and not 0 <= value <= 1 or "loss" in name and not value >= 0:
+            if isinstance(value, (int, float)) and not math.isnan(value) and (
+                    "acc" in name and not 0 <= value <= 1 or "loss" in name and not value >= 0):
                 return f"round {row['round']}: {name} = {value} is out of range"
     return None
 
@@ -260,156 +246,84 @@ def _name(spec: dict) -> str:
 def _identity(prepared: Path, prepared_sha256: str, seed: RunInputs, code_sha256: str, device: torch.device):
     """A seed's inputs with their hashes, its fingerprint and its resumable checkpoint (None: start fresh); the
     prepared dataset, the same for every seed, is hashed once by the caller."""
-    paths = RunPaths(Path(seed.out_dir))
-    remove_temporaries(paths.out_dir)
+    remove_temporaries(seed.paths.out_dir)
     inputs = {"prepared": prepared, "partition": Path(seed.partition), "trace": Path(seed.trace)}
-    inputs_sha256 = {"prepared": prepared_sha256, **input_hashes({"partition": inputs["partition"],
-                                                                   "trace": inputs["trace"]})}
+    inputs_sha256 = {"prepared": prepared_sha256, "partition": file_sha256(seed.partition),
+                     "trace": file_sha256(seed.trace)}
     fingerprint = run_fingerprint(seed.spec, code_sha256, inputs_sha256)
-    return inputs, inputs_sha256, fingerprint, load_checkpoint(paths.checkpoint, fingerprint, device)
+    return inputs, inputs_sha256, fingerprint, load_checkpoint(seed.paths.checkpoint, fingerprint, device)
 
 
-@dataclass
 class _Shared:
     """What all seeds of one process share: the device, the prepared dataset on it, one model (its parameters are
     only a workspace; every seed's weights are vectors), the back end and the run's settings."""
 
-    device: torch.device
-    dataset: dict
-    model: FlatModel
-    batched: bool
-    threads: int
-    dtype: torch.dtype
-    execution: Execution
-    training: dict
-    local: LocalOptions  # training.local with the algorithm's lr: every seed's (they share all settings)
-    started: float
-    code_sha256: str  # training_code_sha256 of the run's algorithms, computed once per process
-
-    @classmethod
-    def load(cls, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,
-             dtype: torch.dtype, started: float, code_sha256: str) -> "_Shared":
-        training = spec["training"]
-        dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in load_prepared(prepared).items()}
-        model = FlatModel(build_model(training["model"], dataset, int(spec["seed"])).to(dtype)).to(device)
-        # The workflow's specs carry no algorithm lr (the Plan moves it into training.local); hand-written ones may.
-        local = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local")
-        batched = picks_vmap(training["model"], local.batch_size, device) if execution.batched == "auto" \
+    def __init__(self, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,
+                 dtype: torch.dtype, started: float, code_sha256: str):
+        self.device, self.threads, self.dtype, self.execution = device, threads, dtype, execution
+        self.started = started
+        self.code_sha256 = code_sha256  # training_code_sha256 of the run's algorithms, computed once per process
+        self.training = training = spec["training"]
+        self.dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v
+                        for k, v in load_prepared(prepared).items()}
+        self.model = FlatModel(build_model(training["model"], self.dataset, int(spec["seed"])).to(dtype)).to(device)
+        # training.local with the algorithm's lr (a hand-written spec's, see `run`): every seed's, as they share it
+        self.local = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local")
+        self.batched = picks_vmap(training["model"], self.local.batch_size, device) if execution.batched == "auto" \
             else bool(execution.batched)
-        if batched and not vmap_supported(model):
+        if self.batched and not vmap_supported(self.model):
             log.info("model %s cannot be batched with vmap (LSTM); using the per-client loop", training["model"])
-            batched = False
-        return cls(device, dataset, model, batched, threads, dtype, execution, training, local, started, code_sha256)
-
-    def initial_weights(self, seed: int) -> torch.Tensor:
-        module = build_model(self.training["model"], self.dataset, seed).to(self.dtype)
-        return FlatModel(module).flatten().to(self.device)
+            self.batched = False
 
 
-@dataclass
-class _Evaluation:
-    """The splits a round's models are evaluated on: the test set and a fixed subset of the train set."""
-
-    model: FlatModel
-    to_inputs: Callable[[torch.Tensor], torch.Tensor]
-    splits: dict[str, tuple[torch.Tensor, torch.Tensor]]
-
-    def metrics(self, models: dict[str, torch.Tensor]) -> dict[str, float]:
-        row = {}
-        for name, weights in models.items():
-            suffix = "" if name == "global" else f"_{name}"
-            for split, (x, y) in self.splits.items():
-                row[f"{split}_loss{suffix}"], row[f"{split}_acc{suffix}"] = evaluate(
-                    self.model, weights, x, y, self.to_inputs)
-        return row
-
-
-@dataclass
-class Recorder:
-    """One seed's outputs: metrics rows on the evaluation schedule, checkpoints, and the summary with provenance."""
-
-    paths: RunPaths
-    spec: dict
-    inputs: dict[str, Path]
-    inputs_sha256: dict[str, str]
-    fingerprint: str
-    shared: _Shared
-    evaluation: _Evaluation
-    rows: list[dict]
-    elapsed_before: float
-    label: str  # names the seed in log lines when several train in one process
-    progress: Callable[[int, dict, int], None]
-    diverged_at: int | None = None
-    divergence: str | None = None
-
-    def record(self, t: int, ctx: RoundContext, clients: torch.Tensor, result: LocalResult, algorithm: Algorithm,
-               state: State, round_started: float) -> bool:
-        """Append round t's row (evaluated when due); True when the run diverged in it."""
-        training = self.shared.training
-        row = {"round": t, "participants": len(clients), "lr": ctx.lr,
-               "local_loss": result.loss.mean().item() if len(clients) else math.nan,
-               "local_acc": result.accuracy.mean().item() if len(clients) else math.nan}
-        row.update(algorithm.round_metrics(state))
-        models = algorithm.eval_models(state)
-        self.divergence = divergence(models, row["local_loss"], len(clients), int(self.shared.dataset["num_classes"]))
-        if self.divergence:
-            self.diverged_at = t
-            log.warning("%sdiverged at round %d (%s); stopping the run", self.label, t, self.divergence)
-        elif evaluation_due(t, int(training["rounds"]), int(training["eval_every"]), int(training["last_n"])):
-            row.update(self.evaluation.metrics(models))
-        row["seconds"] = time.perf_counter() - round_started
-        self.rows.append(row)
-        if not self.divergence:
-            self.progress(t, row, self.shared.execution.log_every)
-        return self.diverged_at is not None
-
-    def elapsed(self) -> float:
-        return self.elapsed_before + time.perf_counter() - self.shared.started
-
-    def save(self, next_round: int, state: State, local_state: State) -> None:
-        save_checkpoint(self.paths.checkpoint, fingerprint=self.fingerprint,
-                        tensors={"algorithm": state, "local": local_state}, rows=self.rows, next_round=next_round,
-                        elapsed=self.elapsed(), threads=self.shared.threads, batched=self.shared.batched)
-
-    def finish(self, state: State, local_state: State) -> dict:
-        _write_metrics(self.paths.metrics, self.rows)
-        shared, spec = self.shared, self.spec
-        summary = {
-            "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": int(spec["seed"]),
-            "spec": spec, "rounds_completed": len(self.rows), "diverged_at": self.diverged_at,
-            "divergence": self.divergence,
-            "inputs": {role: {"path": str(path), "sha256": self.inputs_sha256[role]}
-                       for role, path in self.inputs.items()},
-            "state_bytes": state_bytes(state) + state_bytes(local_state),
-            "local_state_bytes": state_bytes(local_state), "dimension": shared.model.dim,
-            "wall_seconds": self.elapsed(),
-            "peak_memory_bytes": _peak_memory(shared.device),
-            "provenance": {"fedavail_version": __version__, "git_commit": git_commit(), "torch": torch.__version__,
-                           "device": str(shared.device), "batched": shared.batched,
-                           "python": sys.version.split()[0], "training_code_sha256": shared.code_sha256},
-        }
-        summary = seal_summary(summary, self.paths.metrics)
-        write_json(self.paths.summary, summary)
-        record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": summary}
-        with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
-            tmp.write_text(json.dumps({**record, DIGEST: json_digest(record)}, default=str))
-        self.paths.checkpoint.unlink(missing_ok=True)
-        return summary
-
-
-@dataclass
 class SeedRun:
-    """One seed inside a training process: its algorithm, local trainer, trace, state and recorder."""
+    """One seed inside a training process: its algorithm, local trainer, trace and state, and its outputs (metrics
+    rows on the evaluation schedule, checkpoints, the summary with provenance)."""
 
-    seed: int
-    algorithm: Algorithm
-    trainer: ClientTrainer
-    trace: Trace
-    state: State
-    local_state: State
-    recorder: Recorder
-    next_round: int
-    result: dict | None = None  # the summary once written, or {"stopped_at": round}
+    def __init__(self, shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path],
+                 inputs_sha256: dict[str, str], fingerprint: str, checkpoint: Checkpoint | None, label: str):
+        spec, training, device = seed_inputs.spec, shared.training, shared.device
+        self.shared, self.spec, self.paths, self.fingerprint = shared, spec, seed_inputs.paths, fingerprint
+        self.inputs, self.inputs_sha256 = inputs, inputs_sha256
+        self.label = label  # names the seed in log lines when several train in one process
+        seed = int(spec["seed"])
+        # A hand-written spec's lr is in shared.local.
+        hyperparameters = {k: v for k, v in spec["algorithm"].items() if k not in ("algorithm", "lr")}
+        self.algorithm = build_algorithm(spec["algorithm"]["algorithm"], hyperparameters)
+        partition = load_partition(seed_inputs.partition)
+        self.trace = trace = load_trace(seed_inputs.trace)
+        rounds = int(training["rounds"])
+        if trace.available.shape[0] < rounds:
+            raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[0]} rounds, the run needs {rounds}")
+        if trace.available.shape[1] != partition.num_clients:
+            raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[1]} clients, "
+                             f"partition {seed_inputs.partition} has {partition.num_clients}")
+
+        augmentation = AugmentationOptions(**training.get("augmentation", {}))
+        data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
+        self.trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
+        train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
+        # The models are evaluated on the test set and a fixed subset of the train set.
+        self.splits = {"test": (shared.dataset["test_x"], shared.dataset["test_y"]),
+                       "train": (shared.dataset["train_x"][train_eval], shared.dataset["train_y"][train_eval])}
+
+        x0 = FlatModel(build_model(training["model"], shared.dataset, seed).to(shared.dtype)).flatten().to(device)
+        self.state = self.algorithm.init_state(x0, data.client_sizes().to(device))
+        self.local_state = self.trainer.init_state(partition.num_clients, x0.dtype, device)
+        self.rows, self.next_round, self.elapsed_before = [], 0, 0.0
+        if checkpoint is not None and _resumable(checkpoint, {"algorithm": self.state, "local": self.local_state},
+                                                 rounds, shared.batched, self.paths.checkpoint):
+            self.state, self.local_state = checkpoint.tensors["algorithm"], checkpoint.tensors["local"]
+            self.rows, self.next_round, self.elapsed_before = checkpoint.rows, checkpoint.next_round, checkpoint.elapsed
+        self.diverged_at = self.divergence = None  # the round and the why, once the run diverges
+        self.result: dict | None = None  # the summary once written, or {"stopped_at": round}
+        # The header that opens every training log: what ran, from which inputs, where, and from which round.
+        log.info("run spec: %s", json.dumps(spec, sort_keys=True))
+        for role, path in inputs.items():
+            log.info("input %s: %s sha256=%s", role, path, inputs_sha256[role])
+        log.info("device=%s threads=%d batched=%s", device, shared.threads, shared.batched)
+        log.info("start: %s", f"resuming at round {self.next_round}" if self.next_round else "fresh, round 0")
+        self.progress = _progress(self.next_round, rounds, label)
 
     def context(self, t: int) -> RoundContext:
         device = self.trainer.data.device
@@ -419,54 +333,67 @@ class SeedRun:
             prob=None if self.trace.prob is None else torch.from_numpy(self.trace.prob[t]).to(device),
             snapshot=None if self.trace.snapshot is None else torch.from_numpy(self.trace.snapshot[t]).to(device),
             lr=self.trainer.options.lr_at(t),
-            generator=torch_generator(self.seed, "algorithm", t),
+            generator=torch_generator(self.trainer.seed, "algorithm", t),
         )
 
+    def record(self, t: int, ctx: RoundContext, clients: torch.Tensor, result: LocalResult,
+               round_started: float) -> bool:
+        """Append round t's row (evaluated when due); True when the run diverged in it."""
+        training = self.shared.training
+        row = {"round": t, "participants": len(clients), "lr": ctx.lr,
+               "local_loss": result.loss.mean().item() if len(clients) else math.nan,
+               "local_acc": result.accuracy.mean().item() if len(clients) else math.nan}
+        row.update(self.algorithm.round_metrics(self.state))
+        models = self.algorithm.eval_models(self.state)
+        self.divergence = divergence(models, row["local_loss"], len(clients), int(self.shared.dataset["num_classes"]))
+        if self.divergence:
+            self.diverged_at = t
+            log.warning("%sdiverged at round %d (%s); stopping the run", self.label, t, self.divergence)
+        elif t % int(training["eval_every"]) == 0 or t >= int(training["rounds"]) - int(training["last_n"]):
+            for name, weights in models.items():
+                suffix = "" if name == "global" else f"_{name}"
+                for split, (x, y) in self.splits.items():
+                    row[f"{split}_loss{suffix}"], row[f"{split}_acc{suffix}"] = evaluate(
+                        self.shared.model, weights, x, y, self.trainer.data.inputs)
+        row["seconds"] = time.perf_counter() - round_started
+        self.rows.append(row)
+        if not self.divergence:
+            self.progress(t, row, self.shared.execution.log_every)
+        return self.diverged_at is not None
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.perf_counter() - self.shared.started
+
     def save(self) -> None:
-        self.recorder.save(self.next_round, self.state, self.local_state)
+        save_checkpoint(self.paths.checkpoint, fingerprint=self.fingerprint,
+                        tensors={"algorithm": self.state, "local": self.local_state}, rows=self.rows,
+                        next_round=self.next_round, elapsed=self.elapsed(), threads=self.shared.threads,
+                        batched=self.shared.batched)
 
     def finish(self) -> None:
-        self.result = self.recorder.finish(self.state, self.local_state)
-
-
-def _setup(shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path], inputs_sha256: dict[str, str],
-           fingerprint: str, checkpoint: Checkpoint | None, label: str) -> SeedRun:
-    spec, training, device = seed_inputs.spec, shared.training, shared.device
-    seed = int(spec["seed"])
-    algorithm_spec = dict(spec["algorithm"])
-    algorithm_name = algorithm_spec.pop("algorithm")
-    algorithm_spec.pop("lr", None)  # a hand-written spec's: shared.local holds it
-    algorithm = build_algorithm(algorithm_name, algorithm_spec)
-    partition = load_partition(seed_inputs.partition)
-    trace = load_trace(seed_inputs.trace)
-    rounds = int(training["rounds"])
-    if trace.available.shape[0] < rounds:
-        raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[0]} rounds, the run needs {rounds}")
-    if trace.available.shape[1] != partition.num_clients:
-        raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[1]} clients, "
-                         f"partition {seed_inputs.partition} has {partition.num_clients}")
-
-    augmentation = AugmentationOptions(**training.get("augmentation", {}))
-    data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
-    trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
-    train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
-    evaluation = _Evaluation(shared.model, data.inputs, {
-        "test": (shared.dataset["test_x"], shared.dataset["test_y"]),
-        "train": (shared.dataset["train_x"][train_eval], shared.dataset["train_y"][train_eval])})
-
-    x0 = shared.initial_weights(seed)
-    state = algorithm.init_state(x0, data.client_sizes().to(device))
-    local_state = trainer.init_state(partition.num_clients, x0.dtype, device)
-    rows, next_round, elapsed_before = [], 0, 0.0
-    if checkpoint is not None and _resumable(checkpoint, {"algorithm": state, "local": local_state}, rounds,
-                                             shared.batched, RunPaths(Path(seed_inputs.out_dir)).checkpoint):
-        state, local_state, rows = checkpoint.tensors["algorithm"], checkpoint.tensors["local"], checkpoint.rows
-        next_round, elapsed_before = checkpoint.next_round, checkpoint.elapsed
-    log_run_header(log, spec=spec, inputs=inputs, inputs_sha256=inputs_sha256, device=device, threads=shared.threads,
-                   batched=shared.batched, resume_round=next_round or None)
-    recorder = Recorder(RunPaths(Path(seed_inputs.out_dir)), spec, inputs, inputs_sha256, fingerprint, shared,
-                        evaluation, rows, elapsed_before, label, _progress(next_round, rounds, label))
-    return SeedRun(seed, algorithm, trainer, trace, state, local_state, recorder, next_round)
+        _write_metrics(self.paths.metrics, self.rows)
+        shared, spec = self.shared, self.spec
+        summary = {
+            "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": int(spec["seed"]),
+            "spec": spec, "rounds_completed": len(self.rows), "diverged_at": self.diverged_at,
+            "divergence": self.divergence,
+            "inputs": {role: {"path": str(path), "sha256": self.inputs_sha256[role]}
+                       for role, path in self.inputs.items()},
+            "state_bytes": state_bytes(self.state) + state_bytes(self.local_state),
+            "local_state_bytes": state_bytes(self.local_state), "dimension": shared.model.dim,
+            "wall_seconds": self.elapsed(),
+            "peak_memory_bytes": int(torch.cuda.max_memory_allocated(shared.device)) if shared.device.type == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "provenance": {"fedavail_version": __version__, "git_commit": git_commit(), "torch": torch.__version__,
+                           "device": str(shared.device), "batched": shared.batched,
+                           "python": sys.version.split()[0], "training_code_sha256": shared.code_sha256},
+        }
+        self.result = seal_summary(summary, self.paths.metrics)
+        write_json(self.paths.summary, self.result)
+        record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": self.result}
+        with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
+            tmp.write_text(json.dumps({**record, DIGEST: json_digest(record)}, default=str))
+        self.paths.checkpoint.unlink(missing_ok=True)
 
 
 def _resumable(checkpoint: Checkpoint, fresh: dict[str, State], rounds: int, batched: bool, path: Path) -> bool:
@@ -477,10 +404,9 @@ def _resumable(checkpoint: Checkpoint, fresh: dict[str, State], rounds: int, bat
         log.warning("checkpoint %s was saved on the %s back end and this process runs the %s one: starting over",
                     path, *(("vmap", "loop") if checkpoint.batched else ("loop", "vmap")))
         return False
-    layout = {group: {name: (t.shape, t.dtype) for name, t in named.items()} for group, named in fresh.items()}
-    saved = {group: {name: (t.shape, t.dtype) for name, t in named.items()}
-             for group, named in checkpoint.tensors.items()}
-    if saved != layout:
+    layouts = [{group: {name: (t.shape, t.dtype) for name, t in named.items()} for group, named in tensors.items()}
+               for tensors in (fresh, checkpoint.tensors)]
+    if layouts[0] != layouts[1]:
         problem = "its tensors' names, shapes or dtypes are not this run's"
     elif not 0 < checkpoint.next_round < rounds or [row.get("round") for row in checkpoint.rows] != list(
             range(checkpoint.next_round)):
@@ -505,30 +431,21 @@ def _train_rounds(runs: list[SeedRun], rounds: int, checkpoint_every: int, stop_
             # The unfinished round is discarded: each checkpoint holds its seed's state at the round's start.
             _stop(runs, f"in round {t} (signal {stop.signum}); the next run resumes at its start")
             return
-        if _checkpoint_after_round(runs, active, t, rounds, checkpoint_every, stop_after_round):
-            return
+        signum = stopping.requested()
+        preempted = signum is not None or (stop_after_round is not None and t + 1 >= stop_after_round)
+        if t + 1 < rounds and (preempted or (t + 1) % checkpoint_every == 0):
+            for run in active:
+                if run.result is None:
+                    run.save()
+            if preempted:
+                _stop(runs, f"after round {t} ({f'signal {signum}' if signum else 'requested'}); the next run "
+                            "resumes from the checkpoint", save=False)
+                return
     # benchmarks/job_accounting.py reads this line: a job's time outside it is start-up, set-up and writing
     log.info("round loop: %.2f s", time.perf_counter() - started)
     for run in runs:
         if run.result is None:
             run.finish()
-
-
-def _checkpoint_after_round(runs: list[SeedRun], active: list[SeedRun], t: int, rounds: int, checkpoint_every: int,
-                            stop_after_round: int | None) -> bool:
-    """Checkpoint the seeds that trained round t when due or when a stop is pending; True when the run stops."""
-    done = t + 1
-    signum = stopping.requested()
-    preempted = signum is not None or (stop_after_round is not None and done >= stop_after_round)
-    if done < rounds and (done % checkpoint_every == 0 or preempted):
-        for run in active:
-            if run.result is None:
-                run.save()
-    if preempted and done < rounds:
-        _stop(runs, f"after round {t} ({f'signal {signum}' if signum else 'requested'}); the next run resumes "
-                    "from the checkpoint", save=False)
-        return True
-    return False
 
 
 def _train_round(active: list[SeedRun], t: int) -> None:
@@ -542,7 +459,7 @@ def _train_round(active: list[SeedRun], t: int) -> None:
     results = train_together(works, t, contexts[0].lr)
     for run, ctx, work, result in zip(active, contexts, works, results):
         run.state, run.next_round = run.algorithm.aggregate(run.state, work.clients, result, ctx), t + 1
-        if run.recorder.record(t, ctx, work.clients, result, run.algorithm, run.state, started):
+        if run.record(t, ctx, work.clients, result, started):
             run.finish()
 
 
@@ -561,12 +478,6 @@ def _train_eval_subset(dataset: dict, samples: int, seed: int) -> torch.Tensor:
         return torch.arange(size)
     chosen = numpy_generator(seed, "train-eval-subset").choice(size, samples, replace=False)
     return torch.from_numpy(chosen.copy()).sort().values
-
-
-def _peak_memory(device: torch.device) -> int:
-    if device.type == "cuda":
-        return int(torch.cuda.max_memory_allocated(device))
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _progress(first_round: int, rounds: int, label: str):

@@ -57,11 +57,9 @@ class Algorithm:
         return {}
 
 
-LocalTrainer = Callable[[torch.Tensor, torch.Tensor, LocalCorrection | None, RoundContext], LocalResult]
-
-
 def run_round(algorithm: Algorithm, state: State, ctx: RoundContext,
-              local_train: LocalTrainer) -> tuple[State, torch.Tensor, LocalResult]:
+              local_train: Callable[[torch.Tensor, torch.Tensor, LocalCorrection | None, RoundContext], LocalResult],
+              ) -> tuple[State, torch.Tensor, LocalResult]:
     """One round in the trainer's order; `local_train(clients, starts, correction, ctx)` is the engine (or, in
     tests, an exact solver)."""
     clients, starts, correction = local_work(algorithm, state, ctx)
@@ -79,6 +77,3 @@ def local_work(algorithm: Algorithm, state: State,
 def state_bytes(state: State) -> int:
     return sum(t.numel() * t.element_size() for t in state.values())
 
-
-def mean_delta(result: LocalResult) -> torch.Tensor:
-    return (result.end - result.start).mean(0)

@@ -6,18 +6,13 @@ learned availability-aware selection.
            (= ∂/∂r_k of −Σ p_k²/r_k; ties go to the lower client index)
   rates:   r^{t+1} = (1 − β)·r^t + β·1{k ∈ S_t}          (every client, every round: r tracks the selection frequency)
   server:  U = (1/K) Σ_{S_t} (p_k / r_k^{t+1}) Δ_k;   x ← x + η_g·U      (weights use the *updated* rates)
+           `normalization`: budget divides by the constant K, as the reference code's `ImportanceSamplingFactory`,
+           also when fewer than K take part; none drops the 1/K
 
-Departures from the reference code (mriberodiaz/f3ast `utils/training_utils.py::update_vectors`): its
-`top_k(score·availability, K)` picks unavailable clients (score 0) when |A_t| < K; here only available clients are
-selected, so a round can have fewer than K participants.
-
-Normalisation (`normalization`): "budget" (default) is the reference code's, whose aggregation factory divides the
-weighted sum by the constant number of participants K (`ImportanceSamplingFactory`), also when fewer than K take
-part. Since r_k tracks P(k ∈ S_t) and Σ_k r_k → E|S_t| ≤ K, Σ_{S_t} (p_k/r_k)Δ_k is an unbiased estimate of
-Σ_k p_k Δ_k, so "budget" moves x by ≈ 1/K of that once the rates have converged (time constant 1/β rounds; at round
-0 the weights are ≈ 1 and "budget" is FedAvg-active over S_0). "none" drops the 1/K: U = Σ_{S_t} (p_k/r_k^{t+1})Δ_k,
-the unbiased scale once Σr ≈ K, but while r is still near r^0 = p (Σr = 1) its steps are ≈ K times FedAvg-active's.
-Either way the effective step drifts by a factor K over the first ~1/β rounds, because r^0 = p does not sum to K.
+Departure from the reference code (mriberodiaz/f3ast `utils/training_utils.py::update_vectors`): its
+`top_k(score·availability, K)` picks unavailable clients (score 0) when |A_t| < K; here a round then has fewer than K
+participants. Under either normalisation the effective step drifts by a factor K over the first ~1/β rounds, because
+r^0 = p does not sum to K (docs/algorithms.md#f3ast).
 
 Defaults: β = 0.001 (FedSWE paper, Appendix H), K = `clients_per_round` or round(0.1·m).
 State: x [d], r [m], p [m] (float64): O(m) scalars."""

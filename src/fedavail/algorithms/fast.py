@@ -16,10 +16,8 @@ consumed and select/aggregate agree.
 
 acc_r is the participants' mean local training accuracy, read one of two ways (option `signal`):
   round_mean: each participant's mean minibatch accuracy over round r's local steps (LocalResult.accuracy);
-  running:    each participant's running mean minibatch accuracy since its current epoch began, reported at its last
-              step of the round (a step that ends an epoch reports that epoch's mean): the per-client metric of the
-              authors' code (RogerRogerUSC/FAST `Agent.train_accuracy`, reset at each epoch's end), whose epochs span
-              rounds when local work is `epochs` with `max_steps` (LocalResult.running_accuracy).
+  running:    each participant's running mean since its current epoch began, at its last step of the round
+              (LocalResult.running_accuracy): the authors' metric (RogerRogerUSC/FAST `Agent.train_accuracy`).
 Round 0 has acc_{−1} = 0 (Algorithm 2 starts Δ = 0, as the authors' v_prev = 0), so q_1 = 0. A round
 without participants has no accuracy and leaves q_r and acc_{r−1} unchanged.
 
@@ -44,15 +42,13 @@ class Fast(FastOptions, Algorithm):
     def inner(self) -> Algorithm:
         return build_algorithm(self.base, self.base_hyperparameters)
 
-    def initial_q(self) -> float:
-        return {"every": 1.0 / self.interval, "bernoulli": self.q, "adaptive": 0.0}[self.schedule]
-
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         state = self.inner.init_state(x0, client_sizes)
         clash = sorted(set(state) & set(_KEYS))
         if clash:
             raise ValueError(f"fast: base {self.base!r} state already has key(s) {clash}")
-        q0 = torch.tensor(self.initial_q(), dtype=torch.float64, device=x0.device)
+        q = {"every": 1.0 / self.interval, "bernoulli": self.q, "adaptive": 0.0}[self.schedule]
+        q0 = torch.tensor(q, dtype=torch.float64, device=x0.device)
         zero = torch.zeros((), dtype=torch.float64, device=x0.device)
         return {**state, "q": q0, "last_q": q0.clone(), "last_snapshot": zero.clone(), "last_acc": zero.clone()}
 

@@ -9,7 +9,7 @@ anchors to the live parameters, so its proximal term is identically zero (RogerR
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, LocalCorrection, LocalResult, RoundContext, State, mean_delta
+from fedavail.algorithms.base import Algorithm, LocalCorrection, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.fedprox import FedProxOptions
 
 
@@ -21,7 +21,7 @@ class FedProx(FedProxOptions, Algorithm):
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         if len(clients) == 0:
             return state
-        return {**state, "x": state["x"] + self.global_lr * mean_delta(result)}
+        return {**state, "x": state["x"] + self.global_lr * (result.end - result.start).mean(0)}
 
 
 ALGORITHM = FedProx

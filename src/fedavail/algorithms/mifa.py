@@ -12,11 +12,9 @@ The two agree under a constant LR and differ under a decaying one.
 The update runs every round, also when A_t = ∅ (the memory still moves x), as in the paper and IBM/fedau `main.py`.
 
 Never-seen clients, option `init`:
-  "zero" (default; IBM/fedau, mingxiang12/FedAWE and `fdu_no_wait.py`): G_i = 0 until client i first participates,
-         so early updates are shrunk by (#seen / N).
-  "wait" (official `fdu.py`): x stays at x^0 until every client has participated at least once (their G_i are
-         computed at x^0); the first update is made in the round in which the last client is first seen. Rounds
-         are still counted (the LR schedule does not pause), and the run never updates if some client never shows up.
+  "zero" (default; IBM/fedau, mingxiang12/FedAWE and `fdu_no_wait.py`): G_i = 0 until client i first participates.
+  "wait" (official `fdu.py`): x stays at x^0 until the round in which the last client is first seen; rounds (and the
+         LR schedule) run on, and the run never updates if some client never shows up.
 
 State: x [d], G [m, d], G_sum [d], seen [m] bool. G and seen are updated in place.
 

@@ -10,11 +10,10 @@ gradient units so that it holds under any local optimizer.
                                                              too large, TsingZ0/PFLlib `serverscaffold.py`)
 Clients outside S_t keep stale c_i. No participants -> no update.
 
-Option II as printed, c_i⁺ = c_i − c + (x − y)/(s_i η_l), recovers the mean raw gradient only when the s_i local
-steps are plain SGD steps of size η_l: under momentum or Adam (x − y)/(s_i η_l) is in the optimizer's units, not the
-gradient's, and the control variates mis-scale (they diverged on heterogeneous quadratics and came out ~85x the
-gradients under Adam). The engine measures the mean gradient directly (LocalCorrection.mean_gradient); for plain SGD
-it equals the printed formula. The FAST authors' code has no SCAFFOLD; FL-bench and PFLlib use option II with SGD.
+Option II as printed, c_i⁺ = c_i − c + (x − y)/(s_i η_l), is the mean raw gradient only for plain SGD steps of size
+η_l: under momentum or Adam it is in the optimizer's units and the control variates mis-scale (docs/algorithms.md),
+so the engine measures the mean gradient directly (LocalCorrection.mean_gradient). The FAST authors' code has no
+SCAFFOLD; FL-bench and PFLlib use option II with SGD.
 
 The c_i table is updated in place (rows of the participants only): a copy per round would double the largest
 tensor of the state."""
@@ -27,9 +26,7 @@ from fedavail.plan.algorithms.scaffold import ScaffoldOptions
 
 class Scaffold(ScaffoldOptions, Algorithm):
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
-        num_clients = len(client_sizes)
-        return {"x": x0.clone(), "c": torch.zeros_like(x0),
-                "c_i": x0.new_zeros(num_clients, x0.numel())}
+        return {"x": x0.clone(), "c": torch.zeros_like(x0), "c_i": x0.new_zeros(len(client_sizes), x0.numel())}
 
     def correction(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> LocalCorrection:
         return LocalCorrection(drift=state["c"] - state["c_i"][clients], mean_gradient=True)

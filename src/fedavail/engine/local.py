@@ -176,9 +176,11 @@ def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[
                           for k in trainer.optimizer.keys}
     else:
         optimizer_rows = trainer.optimizer.init_rows(len(starts), trainer.model.dim, starts.dtype, starts.device)
+    gradient_sums = torch.zeros_like(starts) if correction is not None and correction.mean_gradient else None
+    trainer.model.module.train()
     back_end = _train_vmap if trainer.batched else _train_loop
-    ends, step_losses, step_accuracies, gradient_sums = back_end(
-        trainer, [plan for p in plans for plan in p], starts, correction, round_index, lr, optimizer_rows)
+    ends, step_losses, step_accuracies = back_end(trainer, [plan for p in plans for plan in p], starts, correction,
+                                                  round_index, lr, optimizer_rows, gradient_sums)
     steps = torch.tensor([len(v) for v in step_losses], dtype=torch.int64)
     loss = torch.tensor([sum(v) / len(v) for v in step_losses], dtype=torch.float64)
     accuracy = torch.tensor([sum(v) / len(v) for v in step_accuracies], dtype=torch.float64)
@@ -240,12 +242,10 @@ def _joined_correction(corrections: list[LocalCorrection | None]) -> LocalCorrec
     return LocalCorrection(first.prox_mu, anchor, drift, first.mean_gradient)
 
 
-def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_rows):
+def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_rows, gradient_sums):
     model, options = trainer.model, trainer.options
     ends = torch.empty_like(starts)
-    gradient_sums = torch.zeros_like(starts) if correction is not None and correction.mean_gradient else None
     step_losses, step_accuracies = [], []
-    model.module.train()
     weights, gradient_buffer = model.flat, model.flat_grad
     for j, plan in enumerate(plans):
         raise_if_requested()
@@ -274,7 +274,7 @@ def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_r
         ends[j] = weights
         step_losses.append(losses)
         step_accuracies.append(accuracies)
-    return ends, step_losses, step_accuracies, gradient_sums
+    return ends, step_losses, step_accuracies
 
 
 def _step_inputs(plans, step, width, device):
@@ -296,7 +296,7 @@ def _step_inputs(plans, step, width, device):
     return torch.stack(xs), torch.stack(ys), torch.stack(masks)
 
 
-def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_rows):
+def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_rows, gradient_sums):
     model, options = trainer.model, trainer.options
 
     def loss_and_logits(weights, x, y, sample_weights):
@@ -312,9 +312,7 @@ def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_r
     lengths = [len(p.batches) for p in plans]
     counts = torch.tensor(lengths, device=device)
     weights = starts.detach().clone()
-    gradient_sums = torch.zeros_like(starts) if correction is not None and correction.mean_gradient else None
     loss_steps, accuracy_steps = [], []
-    model.module.train()
     for step in range(max(lengths)):
         raise_if_requested()
         x, y, mask = _step_inputs(plans, step, width, device)
@@ -338,4 +336,4 @@ def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_r
     step_losses, step_accuracies = (
         [row[:n] for row, n in zip(torch.stack(values, 1).double().cpu().tolist(), lengths)]
         for values in (loss_steps, accuracy_steps))
-    return weights, step_losses, step_accuracies, gradient_sums
+    return weights, step_losses, step_accuracies

@@ -8,39 +8,29 @@ the layer lists of the authors' code (RogerRogerUSC/FAST models/cnn.py).
 from torch import nn
 
 
-def _conv(c_in: int, c_out: int, kernel: int = 3) -> nn.Conv2d:
-    return nn.Conv2d(c_in, c_out, kernel_size=kernel, stride=1, padding=kernel // 2)
+def _conv_pool(c_in: int, c_out: int) -> list[nn.Module]:
+    """C(in, out)-R-M."""
+    return [nn.Conv2d(c_in, c_out, kernel_size=3, stride=1, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
 
 
 def fedswe_svhn_cnn(in_channels: int = 3, num_classes: int = 10, image_size: int = 32) -> nn.Sequential:
     """FedSWE Table 5, SVHN: C(3,32)-R-M-C(32,32)-R-M-L(128)-R-L(10)."""
-    flat = 32 * (image_size // 4) ** 2
-    return nn.Sequential(
-        _conv(in_channels, 32), nn.ReLU(), nn.MaxPool2d(2),
-        _conv(32, 32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(flat, 128), nn.ReLU(), nn.Linear(128, num_classes),
-    )
+    return nn.Sequential(*_conv_pool(in_channels, 32), *_conv_pool(32, 32), nn.Flatten(),
+                         nn.Linear(32 * (image_size // 4) ** 2, 128), nn.ReLU(), nn.Linear(128, num_classes))
 
 
 def fedswe_cifar10_cnn(in_channels: int = 3, num_classes: int = 10, image_size: int = 32) -> nn.Sequential:
     """FedSWE Table 5, CIFAR-10: C(3,32)-R-M-C(32,32)-R-M-L(256)-R-L(64)-R-L(10)."""
-    flat = 32 * (image_size // 4) ** 2
-    return nn.Sequential(
-        _conv(in_channels, 32), nn.ReLU(), nn.MaxPool2d(2),
-        _conv(32, 32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(flat, 256), nn.ReLU(), nn.Linear(256, 64), nn.ReLU(), nn.Linear(64, num_classes),
-    )
+    return nn.Sequential(*_conv_pool(in_channels, 32), *_conv_pool(32, 32),
+                         nn.Flatten(), nn.Linear(32 * (image_size // 4) ** 2, 256), nn.ReLU(),
+                         nn.Linear(256, 64), nn.ReLU(), nn.Linear(64, num_classes))
 
 
 def fedswe_cinic10_cnn(in_channels: int = 3, num_classes: int = 10, image_size: int = 32) -> nn.Sequential:
     """FedSWE Table 5, CINIC-10: C(3,32)-R-M-C(32,32)-R-M-D-L(512)-R-D-L(256)-R-D-L(10)."""
-    flat = 32 * (image_size // 4) ** 2
-    return nn.Sequential(
-        _conv(in_channels, 32), nn.ReLU(), nn.MaxPool2d(2),
-        _conv(32, 32), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.2),
-        nn.Flatten(), nn.Linear(flat, 512), nn.ReLU(), nn.Dropout(0.2),
-        nn.Linear(512, 256), nn.ReLU(), nn.Dropout(0.2), nn.Linear(256, num_classes),
-    )
+    return nn.Sequential(*_conv_pool(in_channels, 32), *_conv_pool(32, 32), nn.Dropout(0.2),
+                         nn.Flatten(), nn.Linear(32 * (image_size // 4) ** 2, 512), nn.ReLU(), nn.Dropout(0.2),
+                         nn.Linear(512, 256), nn.ReLU(), nn.Dropout(0.2), nn.Linear(256, num_classes))
 
 
 # The FAST authors' CNN_FMNIST ends in a 62-way linear layer, the FEMNIST head it was written for; their
@@ -63,13 +53,9 @@ def fast_cnn_fmnist(in_channels: int = 1, num_classes: int = 10, image_size: int
 
 def fast_cnn_cifar10(in_channels: int = 3, num_classes: int = 10, image_size: int = 32) -> nn.Sequential:
     """The FAST authors' CNN_Cifar10_2: C(3,16)-R-M-C(16,32)-R-M-C(32,64)-R-M-D(0.25)-L(500)-R-D(0.25)-L(10)."""
-    flat = 64 * (image_size // 8) ** 2
-    return nn.Sequential(
-        _conv(in_channels, 16), nn.ReLU(), nn.MaxPool2d(2),
-        _conv(16, 32), nn.ReLU(), nn.MaxPool2d(2),
-        _conv(32, 64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Dropout(0.25), nn.Linear(flat, 500), nn.ReLU(), nn.Dropout(0.25), nn.Linear(500, num_classes),
-    )
+    return nn.Sequential(*_conv_pool(in_channels, 16), *_conv_pool(16, 32), *_conv_pool(32, 64), nn.Flatten(),
+                         nn.Dropout(0.25), nn.Linear(64 * (image_size // 8) ** 2, 500), nn.ReLU(), nn.Dropout(0.25),
+                         nn.Linear(500, num_classes))
 
 
 def small_cnn(in_channels: int = 1, num_classes: int = 10, image_size: int = 28) -> nn.Sequential:

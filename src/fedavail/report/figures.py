@@ -25,18 +25,14 @@ STYLE = {"axes.facecolor": "white", "axes.grid": True, "axes.axisbelow": True, "
          "ytick.labelsize": 9.5, "lines.linewidth": 1.2, "lines.markersize": 4.8}
 
 
-def _plt():
+def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams.update(STYLE)
-    return plt
-
-
-def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1):
-    return _plt().subplots(rows, max(1, count), figsize=(width * max(1, count), height * rows), squeeze=False)
+    return plt.subplots(rows, max(1, count), figsize=(width * max(1, count), height * rows), squeeze=False)
 
 
 def _levels(labels) -> list:
@@ -119,20 +115,14 @@ def _experiment_title(frame: pd.DataFrame, experiment: str) -> str:
     return f"{experiment}\n" + " ".join(p for p in parts if p)
 
 
-def _legend_labels(frame: pd.DataFrame) -> pd.Series:
-    """Each row's label, "† diverged" appended for an algorithm with a diverged run in that experiment."""
-    diverged = frame.groupby(["experiment", "algorithm"])["diverged_at"].transform(lambda c: c.notna().any())
-    return frame["label"] + np.where(diverged, " † diverged", "")
-
-
 @BUILDERS.add("curves", "consensus")
 def curves(job: dict, frame: pd.DataFrame):
-    """Per experiment, `metric` against the round: the mean over seeds and a band of ± one std (Figs. 6, 7, 10)."""
     s = job["report"]
-    scale = 100.0 if s["metric"] in PERCENT_METRICS else 1.0
-    values = tidy.sampled(frame, s["metric"], s["sample_every"]).merge(
-        frame.drop_duplicates(tidy.RUN).assign(legend=_legend_labels)[[*tidy.RUN, "label", "legend"]], on=tidy.RUN)
-    values["value"] *= scale
+    runs = frame.drop_duplicates(tidy.RUN)  # "† diverged" for an algorithm with a diverged run in that experiment
+    diverged = runs.groupby(["experiment", "algorithm"])["diverged_at"].transform(lambda c: c.notna().any())
+    runs = runs.assign(legend=runs["label"] + np.where(diverged, " † diverged", ""))[[*tidy.RUN, "label", "legend"]]
+    values = tidy.sampled(frame, s["metric"], s["sample_every"]).merge(runs, on=tidy.RUN)
+    values["value"] *= 100.0 if s["metric"] in PERCENT_METRICS else 1.0
     fig, axes = _panels(len(s["experiments"]))
     for ax, experiment in zip(axes[0], s["experiments"]):
         part = values[values["experiment"] == experiment]
@@ -149,8 +139,7 @@ def curves(job: dict, frame: pd.DataFrame):
 
 @BUILDERS.add("k_sweep")
 def k_sweep(job: dict, frame: pd.DataFrame):
-    """Figs. 8/9 and 11/12: final test accuracy (last-N average) and rounds to reach a target accuracy against k;
-    one line for the reported model and, for local-copy algorithms, one for the server model x^t."""
+    """One line for the reported model and, for local-copy algorithms, one for the server model x^t."""
     s = job["report"]
     parameter, target = s["parameter"], s["target"]
     finals = tidy.window_mean(frame, "test_acc", s["last_n"])
@@ -192,8 +181,7 @@ def k_sweep(job: dict, frame: pd.DataFrame):
 
 @BUILDERS.add("grid")
 def grid(job: dict, frame: pd.DataFrame):
-    """Fig. 3: train and test accuracy (last-N average, mean ± std over seeds) against attribute x, one line per
-    hue (and per algorithm when there are several)."""
+    """One line per hue (and per algorithm when there are several)."""
     s = job["report"]
     x, hue = s["x"], s["hue"]
     runs = frame.drop_duplicates(tidy.RUN)[[*tidy.RUN, "label", x, hue]]
@@ -215,8 +203,6 @@ def grid(job: dict, frame: pd.DataFrame):
 
 @BUILDERS.add("fast_ratio")
 def fast_ratio(job: dict, frame: pd.DataFrame):
-    """FAST: test accuracy (the last `last` evaluations, mean ± std) against Ratio, one panel per experiment;
-    algorithms without snapshot rounds sit at Ratio = 100%."""
     s = job["report"]
     keys = ["experiment", "algorithm"]
     accuracy = tidy.over_seeds(tidy.last_values(frame, "test_acc", s["last"]), keys, 100)
@@ -240,8 +226,7 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
 
 @BUILDERS.add("fast_q")
 def fast_q(job: dict, frame: pd.DataFrame):
-    """Adaptive FAST: q_t (top) and its signal acc_t (bottom) against the round, one line per seed (a mean over seeds
-    would hide a seed whose q never leaves 0), snapshot rounds marked, one column per experiment."""
+    """One line per seed: a mean over seeds would hide a seed whose q never leaves 0."""
     s = job["report"]
     columns = [c for c in ("q", "q_signal", "snapshot") if c in frame]
     data = frame[[*tidy.RUN, "label", "round", *columns]].reset_index(drop=True)
@@ -286,7 +271,6 @@ def experiment_figure(job: dict, frame: pd.DataFrame):
 
 @BUILDERS.add("toy_heterogeneity")
 def toy_heterogeneity(job: dict, frame=None):
-    """Fig. 2 (Example 1): |lim E x^t − x*| of FedAvg over (p1, p2), exact."""
     from fedavail.report import toy
 
     s = job["report"]
@@ -310,7 +294,6 @@ def toy_heterogeneity(job: dict, frame=None):
 
 @BUILDERS.add("toy_interpolation")
 def toy_interpolation(job: dict, frame=None):
-    """Fig. 5: FedSWE on two alternating scalar clients, exact; gradient ∇F(x^t) and consensus error per k."""
     from fedavail.report import toy
 
     s = job["report"]

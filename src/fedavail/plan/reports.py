@@ -17,6 +17,7 @@ ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds
               "period", "low", "p", "distribution", "window", "inner")
 Attribute = Literal[ATTRIBUTES]
 EvalModel = Literal["local_mean", "global"]
+SHAPING = {"sine": {"gamma", "period"}, "staircase": {"period", "low"}, "two_group": {"window", "inner"}}  # by dynamics
 # Every report kind by its `kind` name; what builds each is registered against the same name in
 # fedavail.report.build (BUILDERS).
 KINDS = Registry("kind")
@@ -37,6 +38,7 @@ class Report:
     DESCRIPTION: typing.ClassVar[str]  # what it shows, its caption (str.format with the report's settings)
     SHAPE: typing.ClassVar[str] = "table"
     POSITIVE: typing.ClassVar[tuple] = ()  # integer keys that must be >= 1
+    BOUNDS: typing.ClassVar[dict] = {}  # key -> (a test of its value, what the value must be)
     LAYOUT: typing.ClassVar[tuple] = ()  # keys naming the attributes that place an experiment in the table
     PAPER_SOURCES: typing.ClassVar[tuple] = ()  # a paper table: the published tables beside it (report/compare.py)
 
@@ -46,7 +48,7 @@ class Report:
 
     def check(self, config: dict) -> None:
         """Raise ValueError("<key>: ...") for what the types cannot say."""
-        self._check_positive()
+        self._check_values()
         if not self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} needs at least one experiment")
         for experiment in self.experiments:
@@ -68,13 +70,11 @@ class Report:
                                  f"({', '.join(f'{getattr(self, k)} = {v}' for k, v in zip(self.LAYOUT, position))})")
             placed[position] = experiment
 
-    def _check_positive(self) -> None:
-        for key in self.POSITIVE:
-            value = getattr(self, key)
-            if value is not None and value < 1:
-                raise ValueError(f"{key}: must be a positive integer, got {value!r}")
-        if getattr(self, "decimals", 0) < 0:
-            raise ValueError(f"decimals: must be >= 0, got {self.decimals!r}")
+    def _check_values(self) -> None:
+        positive = {key: (lambda v: v is None or v >= 1, "must be a positive integer") for key in self.POSITIVE}
+        for key, (test, must) in {**positive, **self.BOUNDS}.items():
+            if not test(getattr(self, key)):
+                raise ValueError(f"{key}: {must}, got {getattr(self, key)!r}")
 
     def selected(self, config: dict, experiment: str) -> list[str]:
         ran = config["experiments"][experiment]["algorithms"]
@@ -90,6 +90,7 @@ class Accuracy(Report):
     paper: bool = True
     SHAPE = "paper_table"
     POSITIVE = ("last_n",)
+    BOUNDS = {"decimals": (lambda v: v >= 0, "must be >= 0")}
 
 
 @KINDS.add("fedswe_table")
@@ -155,6 +156,7 @@ class FastTable(Report):
     paper: bool = True
     SHAPE = "paper_table"
     POSITIVE = ("last",)
+    BOUNDS = Accuracy.BOUNDS
 
 
 @KINDS.add("memory")
@@ -203,11 +205,10 @@ class KSweep(Figure):
     sample_every: int | None = None
     eval_model: EvalModel = "local_mean"
     POSITIVE = ("last_n", "sample_every")
+    BOUNDS = {"target": (lambda v: 0 < v <= 1, "an accuracy in (0, 1]")}
 
     def check(self, config: dict) -> None:
         super().check(config)
-        if not 0 < self.target <= 1:
-            raise ValueError(f"target: an accuracy in (0, 1], got {self.target!r}")
         for experiment in self.experiments:
             for algorithm in self.selected(config, experiment):
                 spec = config["algorithms"][algorithm]
@@ -265,12 +266,12 @@ class FastQ(Figure):
 
 @dataclass(frozen=True)
 class Toy(Figure):
+    BOUNDS = {"u": (lambda v: len(v) == 2, "two numbers")}
+
     def check(self, config: dict) -> None:
         if self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} computes its figure exactly and uses no experiments")
-        self._check_positive()
-        if len(self.u) != 2:
-            raise ValueError(f"u: two numbers, got {self.u!r}")
+        self._check_values()
 
 
 @KINDS.add("toy_heterogeneity")
@@ -282,13 +283,8 @@ class ToyHeterogeneity(Toy):
     u: list[float] = _list(0.0, 100.0)
     resolution: int = 101
     weightings: list[Literal["active", "all"]] = _list("active", "all")
-
-    def check(self, config: dict) -> None:
-        super().check(config)
-        if self.resolution < 3:
-            raise ValueError(f"resolution: an integer >= 3, got {self.resolution!r}")
-        if not self.weightings:
-            raise ValueError("weightings: a list of 'active' and/or 'all'")
+    BOUNDS = {**Toy.BOUNDS, "resolution": (lambda v: v >= 3, "an integer >= 3"),
+              "weightings": (bool, "a list of 'active' and/or 'all'")}
 
 
 @KINDS.add("toy_interpolation")
@@ -306,14 +302,8 @@ class ToyInterpolation(Toy):
     lr: float = 0.001
     global_lr: float = 1.0
     POSITIVE = ("rounds", "local_steps")
-
-    def check(self, config: dict) -> None:
-        super().check(config)
-        if not self.k or min(self.k) < 0:
-            raise ValueError(f"k: a list of numbers >= 0, got {self.k!r}")
-        for key in ("lr", "global_lr"):
-            if getattr(self, key) <= 0:
-                raise ValueError(f"{key}: a positive number, got {getattr(self, key)!r}")
+    BOUNDS = {**Toy.BOUNDS, "k": (lambda v: v and min(v) >= 0, "a list of numbers >= 0"),
+              "lr": (lambda v: v > 0, "a positive number"), "global_lr": (lambda v: v > 0, "a positive number")}
 
 
 @KINDS.add("claims")
@@ -334,6 +324,8 @@ class Claims(Report):
     plateau_window: float = 0.2  # share of a run's rounds in each window of the still-improving test (>= last_n)
     plateau_tolerance: float = 0.005  # gain per window (accuracy fraction) above which a curve is still improving
     POSITIVE = ("last_n",)
+    BOUNDS = {"plateau_window": (lambda v: 0 < v <= 0.5, "a share of the rounds in (0, 0.5]"),
+              "plateau_tolerance": (lambda v: v >= 0, ">= 0")}
 
     @classmethod
     def from_config(cls, raw: dict) -> "Claims":
@@ -346,10 +338,6 @@ class Claims(Report):
         return cls(**raw, experiments=experiments, algorithms=algorithms)
 
     def check(self, config: dict) -> None:
-        if not 0 < self.plateau_window <= 0.5:
-            raise ValueError(f"plateau_window: a share of the rounds in (0, 0.5], got {self.plateau_window!r}")
-        if self.plateau_tolerance < 0:
-            raise ValueError(f"plateau_tolerance: >= 0, got {self.plateau_tolerance!r}")
         for i, claim in enumerate(parse_claims(self.claims)):
             for cell in check_cells(claim["check"]):
                 experiment, algorithm = cell["experiment"], cell["algorithm"]
@@ -396,14 +384,9 @@ def experiment_settings(config: dict, experiment: str) -> dict:
 
 
 def applicable(settings: dict) -> set[str]:
-    """The trace attributes that shape this experiment's availability."""
-    dynamics = settings["dynamics"]
-    found = {"gamma"} if dynamics == "sine" else set()
-    if dynamics in ("staircase", "sine") or (dynamics == "two_group" and settings["inner"] == "staircase"):
-        found |= {"period"} if dynamics == "sine" else {"period", "low"}
-    if dynamics == "two_group":
-        found |= {"window", "inner"}
-    return found
+    """The trace attributes that shape its availability (a two-group trace's, its inner staircase's too)."""
+    inner = SHAPING["staircase"] if settings["dynamics"] == "two_group" and settings["inner"] == "staircase" else set()
+    return SHAPING.get(settings["dynamics"], set()) | inner
 
 
 def attributes(experiment: str, partition: dict, trace: dict, training: dict) -> dict:

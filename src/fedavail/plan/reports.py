@@ -27,6 +27,11 @@ def _list(*values):
     return field(default_factory=lambda: list(values))
 
 
+def report_kind(name: str):
+    """Registers a report kind's spec under `name` in KINDS, as a frozen dataclass."""
+    return lambda cls: KINDS.add(name)(dataclass(frozen=True)(cls))
+
+
 @dataclass(frozen=True)
 class Report:
     kind: str
@@ -93,8 +98,7 @@ class Accuracy(Report):
     BOUNDS = {"decimals": (lambda v: v >= 0, "must be >= 0")}
 
 
-@KINDS.add("fedswe_table")
-@dataclass(frozen=True)
+@report_kind("fedswe_table")
 class FedsweTable(Accuracy):
     DESCRIPTION = ("train and test accuracy (%), mean ± std over seeds of each run's average over its last {last_n} "
                    "rounds (FedSWE Table 2 style); in every column the best of the algorithms not aided by memory or "
@@ -105,8 +109,7 @@ class FedsweTable(Accuracy):
     LAYOUT = ("blocks", "columns")
 
 
-@KINDS.add("sweep")
-@dataclass(frozen=True)
+@report_kind("sweep")
 class Sweep(Accuracy):
     DESCRIPTION = ("train and test accuracy (%) against {parameter}, mean ± std over seeds of each run's "
                    "last-{last_n}-round average (FedSWE Tables 8 and 9 style); best of the memory-free group bold, "
@@ -116,8 +119,7 @@ class Sweep(Accuracy):
     LAYOUT = ("parameter",)
 
 
-@KINDS.add("rounds_to_target")
-@dataclass(frozen=True)
+@report_kind("rounds_to_target")
 class RoundsToTarget(Report):
     DESCRIPTION = ("the first round at which the mean test accuracy over seeds, sampled every {sample_every} rounds, "
                    "reaches each target (FedSWE Table 7 style); — when never reached")
@@ -144,8 +146,7 @@ class RoundsToTarget(Report):
                                  f"{values!r}")
 
 
-@KINDS.add("fast_table")
-@dataclass(frozen=True)
+@report_kind("fast_table")
 class FastTable(Report):
     DESCRIPTION = ("test accuracy (%) of the server model, A ± B, the mean and standard deviation of the last {last} "
                    "test accuracies of every seed (FAST style), and Ratio = rounds with arbitrary participation / "
@@ -159,8 +160,7 @@ class FastTable(Report):
     BOUNDS = Accuracy.BOUNDS
 
 
-@KINDS.add("memory")
-@dataclass(frozen=True)
+@report_kind("memory")
 class Memory(Report):
     DESCRIPTION = ("bytes of algorithm state (summary.json state_bytes) per algorithm, with the model dimension d, "
                    "peak memory and wall time")
@@ -170,8 +170,7 @@ class Figure(Report):  # writes figure.{png,pdf,csv}
     SHAPE = "figure"
 
 
-@KINDS.add("curves")
-@dataclass(frozen=True)
+@report_kind("curves")
 class Curves(Figure):
     DESCRIPTION = ("{metric} against the round, mean over seeds with a band of ± one standard deviation (FedSWE Figs. "
                    "7 and 10 style)")
@@ -182,8 +181,7 @@ class Curves(Figure):
     POSITIVE = ("sample_every",)
 
 
-@KINDS.add("consensus")
-@dataclass(frozen=True)
+@report_kind("consensus")
 class Consensus(Figure):
     DESCRIPTION = ("the consensus error (1/m) Σ_i ‖x_i − x̄‖² on a logarithmic scale, mean over seeds ± one standard "
                    "deviation (FedSWE Fig. 6 style)")
@@ -193,8 +191,7 @@ class Consensus(Figure):
     POSITIVE = ("sample_every",)
 
 
-@KINDS.add("k_sweep")
-@dataclass(frozen=True)
+@report_kind("k_sweep")
 class KSweep(Figure):
     DESCRIPTION = ("test accuracy averaged over the last {last_n} rounds and the number of rounds to reach "
                    "{target_percent}% test accuracy against FedSWE's interpolation coefficient {parameter} (FedSWE "
@@ -217,8 +214,7 @@ class KSweep(Figure):
                                      "list the swept algorithms under 'algorithms'")
 
 
-@KINDS.add("grid")
-@dataclass(frozen=True)
+@report_kind("grid")
 class Grid(Figure):
     DESCRIPTION = ("train and test accuracy (%) of each run's last-{last_n}-round average against {x}, one line per "
                    "{hue} (FedSWE Fig. 3 style); mean ± std over seeds")
@@ -235,8 +231,7 @@ class Grid(Figure):
         super().check(config)
 
 
-@KINDS.add("fast_ratio")
-@dataclass(frozen=True)
+@report_kind("fast_ratio")
 class FastRatio(Figure):
     DESCRIPTION = ("test accuracy of the server model (mean of the last {last} test accuracies) against Ratio, the "
                    "share of rounds with arbitrary participation; algorithms without snapshots sit at Ratio = 100%")
@@ -244,11 +239,8 @@ class FastRatio(Figure):
     POSITIVE = ("last",)
 
 
-@KINDS.add("fast_q")
-@dataclass(frozen=True)
+@report_kind("fast_q")
 class FastQ(Figure):
-    """Adaptive FAST: q_t and the accuracy signal it follows, per round and seed."""
-
     DESCRIPTION = ("adaptive FAST (FAST Algorithm 2): the snapshot probability q_t that governed each round (top) and "
                    "the signal it is updated from, the participants' mean local training accuracy acc_t (bottom), one "
                    "line per seed, snapshot rounds marked ×; q_(t+1) = clip(q_t + λ(acc_(t−1) − acc_t), 0, 1) rises "
@@ -274,8 +266,7 @@ class Toy(Figure):
         self._check_values()
 
 
-@KINDS.add("toy_heterogeneity")
-@dataclass(frozen=True)
+@report_kind("toy_heterogeneity")
 class ToyHeterogeneity(Toy):
     DESCRIPTION = ("Example 1 of FedSWE §4 computed exactly: two clients with F_i(x) = (x − u_i)²/2, u = {u}, "
                    "stationary availability p_1, p_2; the colour is |lim E x^t − x*| of FedAvg (closed form, no "
@@ -287,8 +278,7 @@ class ToyHeterogeneity(Toy):
               "weightings": (bool, "a list of 'active' and/or 'all'")}
 
 
-@KINDS.add("toy_interpolation")
-@dataclass(frozen=True)
+@report_kind("toy_interpolation")
 class ToyInterpolation(Toy):
     DESCRIPTION = ("FedSWE Fig. 5 computed exactly: Algorithm 1 on two scalar clients, u = {u}, client 1 available in "
                    "even rounds only, client 2 in odd rounds only, s = {local_steps} gradient steps of size {lr}, η_g "
@@ -306,8 +296,7 @@ class ToyInterpolation(Toy):
               "lr": (lambda v: v > 0, "a positive number"), "global_lr": (lambda v: v > 0, "a positive number")}
 
 
-@KINDS.add("claims")
-@dataclass(frozen=True)
+@report_kind("claims")
 class Claims(Report):
     DESCRIPTION = ("the papers' claims checked on these runs: each claim, its source in the paper, our numbers (mean "
                    "± std over seeds, seeds and rounds of every cell it reads), every comparison's mean difference "

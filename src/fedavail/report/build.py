@@ -9,14 +9,13 @@ from fedavail.plan.reports import KINDS
 from fedavail.report import BUILDERS
 
 
-def _write_table(table, data, outputs: dict) -> None:
+def _write_table(table, data, outputs: dict, prefix: str = "") -> None:
     from fedavail.report.render import to_latex, to_markdown
 
-    if "md" in outputs:
-        write_text(outputs["md"], to_markdown(table))
-    if "tex" in outputs:
-        write_text(outputs["tex"], to_latex(table))
-    write_text(outputs["csv"], data.to_csv(index=False))
+    for key, render in (("md", to_markdown), ("tex", to_latex)):
+        if prefix + key in outputs:
+            write_text(outputs[prefix + key], render(table))
+    write_text(outputs[prefix + "csv"], data.to_csv(index=False))
 
 
 def _write_paper(job: dict, table, cells, outputs: dict) -> None:
@@ -27,7 +26,7 @@ def _write_paper(job: dict, table, cells, outputs: dict) -> None:
     cells = cells[~cells["algorithm"].map(is_server_row)]
     result = compare(cells, KINDS[job["report"]["kind"]].PAPER_SOURCES if job["report"]["paper"] else ())
     paper = comparison_table(result, table.title, dict(zip(cells["algorithm"], cells["label"])))
-    _write_table(paper, result, {"md": outputs["paper_md"], "tex": outputs["paper_tex"], "csv": outputs["paper_csv"]})
+    _write_table(paper, result, outputs, "paper_")
 
 
 def make_report(job: dict, run_dirs: list, outputs: dict) -> None:

@@ -236,8 +236,7 @@ class _Evaluation:
         if check["kind"] not in ("greater", "non_inferior"):
             return "—"
         roles = ("0", "1") if check["kind"] == "greater" else ("method", "reference")
-        cells = [self.cells[tuple(check["cells"][role][k] for k in ("experiment", "algorithm", "metric", "model"))]
-                 for role in roles]
+        cells = [self.cell(check["cells"][role]) for role in roles]  # evaluated already: read from self.cells
         attributes = cells[0]["attributes"]
         where = claim["paper"] or {k: None if attributes is None else attributes.get(k)
                                    for k in ("dataset", "dynamics", "alpha", "gamma")}

@@ -1,9 +1,6 @@
-"""Published numbers (paper_values.csv, transcribed from FedSWE Tables 2, 7, 8, 9 and the FAST text) beside ours.
-
-A reproduced cell is compared only with the same published cell: same dataset (so the bundled MNIST-5k never
-matches), dynamics, Dirichlet α and γ where the paper gives them, identity (labels.canonical) and metric. Accuracies
-are in percent; Table 7's metrics are rounds ("—", never reached, is an empty mean). The scale of both runs (rounds,
-clients) is shown so a short run is not mistaken for a reproduction."""
+"""Published numbers (paper_values.csv, transcribed from FedSWE Tables 2, 7, 8, 9 and the FAST text) beside ours,
+for the same cell only (published_cells; the bundled MNIST-5k never matches). Table 7's metrics are rounds ("—",
+never reached, is an empty mean); the scale of both runs is shown so a short run is not mistaken for a reproduction."""
 
 from importlib import resources
 

@@ -47,11 +47,6 @@ def _tab10(labels) -> dict:
     return dict(zip(_levels(labels), cycle(matplotlib.colormaps["tab10"].colors)))
 
 
-def _dashes(level: int):
-    """The line style of the level-th style group: solid, then a dash followed by level − 1 dots."""
-    return "-" if level == 0 else (0, (4, 1.5) + (1, 1.5) * (level - 1))
-
-
 def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None, style: str | None = None,
                  aggregate: bool = True, spread: str = "band", legend: bool = True, **line) -> None:
     """One line of `y` against `x` per (hue, style) group of `data` (levels in order of first appearance): a tab10
@@ -61,7 +56,9 @@ def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None,
     column when both are used: the picture seaborn's lineplot drew (errorbar="sd", or estimator=None)."""
     line = {"markeredgewidth": 0.75, "markeredgecolor": "w", **line}
     colours = _tab10(data[hue] if hue else [""])  # without hue, one group in the first colour
-    styles = {level: _dashes(i) for i, level in enumerate(_levels(data[style] if style else [""]))}
+    # per style level: solid, then a dash followed by as many dots as levels before it, less one
+    styles = {level: "-" if i == 0 else (0, (4, 1.5) + (1, 1.5) * (i - 1))
+              for i, level in enumerate(_levels(data[style] if style else [""]))}
     rows = data[[c for c in (x, y, hue, style) if c]].replace([np.inf, -np.inf], np.nan).dropna()
     if not pd.api.types.is_numeric_dtype(rows[x]):  # categories along x in order of first appearance
         rows = rows.assign(**{x: pd.Categorical(rows[x], categories=pd.unique(rows[x]), ordered=True)})

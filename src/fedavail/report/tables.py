@@ -1,7 +1,5 @@
-"""The table kinds, each a groupby or pivot of the report's view of the tidy frame (fedavail.report.frame.view).
-
-Every builder takes the job spec and that frame and returns the table to print, its numbers in long form (the CSV:
-one row per cell, which fedavail.report.compare matches with the published values)."""
+"""The table kinds, each a groupby or pivot of the report's view of the tidy frame (fedavail.report.frame.view),
+returned with its numbers in long form (the CSV: one row per cell, which fedavail.report.compare matches)."""
 
 import numpy as np
 import pandas as pd

@@ -64,9 +64,7 @@ def judge(interval: Interval, bound: float = 0.0) -> tuple[str, str]:
 
 
 def _combine(verdicts: list[str]) -> str:
-    if FAILS in verdicts:
-        return FAILS
-    return HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
+    return FAILS if FAILS in verdicts else HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
 
 
 def _show(value: float, metric: str, signed: bool = False) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from fedavail.io import atomic_path
-from fedavail.report import BUILDERS
+from fedavail.report import BUILDERS, toy
 from fedavail.report import frame as tidy
 from fedavail.report.tables import attribute_label, title
 
@@ -148,9 +148,8 @@ def k_sweep(job: dict, frame: pd.DataFrame):
         model=np.where(runs["algorithm"].map(tidy.is_server_row), "server model x^t", "reported model"),
         accuracy=100 * runs["value"])
     fig, axes = _panels(len(s["experiments"]), rows=2)
-    for column, experiment in enumerate(s["experiments"]):
+    for (top, bottom), experiment in zip(axes.T, s["experiments"]):
         part = runs[runs["experiment"] == experiment]
-        top, bottom = axes[0][column], axes[1][column]
         _group_lines(top, part, parameter, "accuracy", style="model", marker="o")
         top.legend(title="model")
         if part["reached"].notna().any():
@@ -228,10 +227,9 @@ def fast_q(job: dict, frame: pd.DataFrame):
     columns = [c for c in ("q", "q_signal", "snapshot") if c in frame]
     data = frame[[*tidy.RUN, "label", "round", *columns]].reset_index(drop=True)
     fig, axes = _panels(len(s["experiments"]), width=7.5, rows=2, height=3.0)
-    for column, experiment in enumerate(s["experiments"]):
+    for (top, bottom), experiment in zip(axes.T, s["experiments"]):
         part = data[data["experiment"] == experiment].assign(signal=lambda d: 100 * d.get("q_signal", np.nan),
                                                             seed=lambda d: d["seed"].astype(str))
-        top, bottom = axes[0][column], axes[1][column]
         if len(part):
             _group_lines(top, part, "round", "q", hue="label", style="seed", aggregate=False, lw=1.0)
             _group_lines(bottom, part, "round", "signal", hue="label", style="seed", aggregate=False, legend=False,
@@ -268,8 +266,6 @@ def experiment_figure(job: dict, frame: pd.DataFrame):
 
 @BUILDERS.add("toy_heterogeneity")
 def toy_heterogeneity(job: dict, frame=None):
-    from fedavail.report import toy
-
     s = job["report"]
     u1, u2 = s["u"]
     grid_values = np.linspace(0.0, 1.0, s["resolution"])
@@ -291,15 +287,12 @@ def toy_heterogeneity(job: dict, frame=None):
 
 @BUILDERS.add("toy_interpolation")
 def toy_interpolation(job: dict, frame=None):
-    from fedavail.report import toy
-
     s = job["report"]
     fig, axes = _panels(len(s["k"]), width=4.5, height=3.2, rows=2)
     records = []
-    for column, k in enumerate(s["k"]):
+    for (top, bottom), k in zip(axes.T, s["k"]):
         result = toy.fedswe_alternating(k, s["u"], s["rounds"], s["lr"], s["local_steps"], s["global_lr"])
         steady = toy.alternating_steady_bias(k, s["u"], s["lr"], s["local_steps"], s["global_lr"])
-        top, bottom = axes[0][column], axes[1][column]
         # x^{t+1} after client 1's (even) and client 2's (odd) rounds, as the paper's two curves
         for client in (0, 1):
             top.plot(result["round"][client::2], result["gradient"][client::2], lw=1.2,

@@ -18,8 +18,7 @@ ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds
 Attribute = Literal[ATTRIBUTES]
 EvalModel = Literal["local_mean", "global"]
 SHAPING = {"sine": {"gamma", "period"}, "staircase": {"period", "low"}, "two_group": {"window", "inner"}}  # by dynamics
-# Every report kind by its `kind` name; what builds each is registered against the same name in
-# fedavail.report.build (BUILDERS).
+# Every report kind by its `kind` name (what builds each: fedavail.report.BUILDERS, under the same name)
 KINDS = Registry("kind")
 
 

@@ -59,9 +59,6 @@ def load(job: dict, run_dirs) -> pd.DataFrame:
     return frame
 
 
-# ---------------------------------------------------------------- the report's view: scored model, labels, order
-
-
 def is_server_row(algorithm) -> bool:
     return str(algorithm).endswith(SERVER_SUFFIX)
 
@@ -106,9 +103,6 @@ def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(identity=column.map(identity), label=column.map(lambda a: per_algorithm[a][0]),
                         group=column.map(lambda a: per_algorithm[a][1]),
                         order=column.map(lambda a: per_algorithm[a][2]))
-
-
-# ---------------------------------------------------------------- statistics
 
 
 def window_mean(frame: pd.DataFrame, column: str, last_n=None) -> pd.DataFrame:

@@ -25,14 +25,18 @@ STYLE = {"axes.facecolor": "white", "axes.grid": True, "axes.axisbelow": True, "
          "ytick.labelsize": 9.5, "lines.linewidth": 1.2, "lines.markersize": 4.8}
 
 
-def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1):
+def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1, job: dict | None = None, **heading):
+    """rows × count panels (at least one column) under the job's title, if given."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams.update(STYLE)
-    return plt.subplots(rows, max(1, count), figsize=(width * max(1, count), height * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, max(1, count), figsize=(width * max(1, count), height * rows), squeeze=False)
+    if job is not None:
+        fig.suptitle(title(job), **heading)
+    return fig, axes
 
 
 def _levels(labels) -> list:
@@ -120,7 +124,7 @@ def curves(job: dict, frame: pd.DataFrame):
     runs = runs.assign(legend=runs["label"] + np.where(diverged, " † diverged", ""))[[*tidy.RUN, "label", "legend"]]
     values = tidy.sampled(frame, s["metric"], s["sample_every"]).merge(runs, on=tidy.RUN)
     values["value"] *= 100.0 if s["metric"] in PERCENT_METRICS else 1.0
-    fig, axes = _panels(len(s["experiments"]))
+    fig, axes = _panels(len(s["experiments"]), job=job)
     for ax, experiment in zip(axes[0], s["experiments"]):
         part = values[values["experiment"] == experiment]
         if len(part):
@@ -129,7 +133,6 @@ def curves(job: dict, frame: pd.DataFrame):
         if s["log_y"]:
             ax.set_yscale("log")
         ax.set(title=_experiment_title(frame, experiment), xlabel="round", ylabel=metric_label(s["metric"]))
-    fig.suptitle(title(job))
     data = tidy.over_seeds(values, ["experiment", "algorithm", "label", "round"]).assign(metric=s["metric"])
     return fig, data.drop(columns="finite")
 
@@ -147,7 +150,7 @@ def k_sweep(job: dict, frame: pd.DataFrame):
     runs = runs.rename(columns={f"algorithm.{parameter}": parameter}).assign(
         model=np.where(runs["algorithm"].map(tidy.is_server_row), "server model x^t", "reported model"),
         accuracy=100 * runs["value"])
-    fig, axes = _panels(len(s["experiments"]), rows=2)
+    fig, axes = _panels(len(s["experiments"]), rows=2, job=job)
     for (top, bottom), experiment in zip(axes.T, s["experiments"]):
         part = runs[runs["experiment"] == experiment]
         _group_lines(top, part, parameter, "accuracy", style="model", marker="o")
@@ -164,7 +167,6 @@ def k_sweep(job: dict, frame: pd.DataFrame):
             ax.set_xlabel({"k": "interpolation coefficient k"}.get(parameter, parameter))
         top.set(title=_experiment_title(frame, experiment), ylabel=f"test accuracy (%), last {s['last_n']} rounds")
         bottom.set_ylabel(f"rounds to {100 * target:g}% test accuracy")
-    fig.suptitle(title(job))
     by = ["experiment", "algorithm", "label", parameter]
     accuracy = tidy.over_seeds(runs.assign(value=runs["accuracy"]), by)
     rounds = tidy.over_seeds(runs.assign(value=runs["reached"]), by)
@@ -185,7 +187,7 @@ def grid(job: dict, frame: pd.DataFrame):
                         for m in ("train_acc", "test_acc")], ignore_index=True)
     values["value"] *= 100
     values["series"] = [attribute_label(hue, v) for v in values[hue]]
-    fig, axes = _panels(2)
+    fig, axes = _panels(2, job=job)
     many = values["algorithm"].nunique() > 1
     for ax, metric in zip(axes[0], ("train_acc", "test_acc")):
         _group_lines(ax, values[values["metric"] == metric], x, "value", hue="series", style="label" if many else None,
@@ -193,7 +195,6 @@ def grid(job: dict, frame: pd.DataFrame):
         ax.legend(title=hue, fontsize=8)
         ax.set(xlabel=attribute_label(x, "").rstrip(" =") or x, ylabel=metric_label(metric),
                title=f"{metric_label(metric).removesuffix(' (%)')}, last {s['last_n']} rounds")
-    fig.suptitle(title(job))
     return fig, tidy.over_seeds(values, ["experiment", "algorithm", "label", x, hue, "metric"]).drop(columns="finite")
 
 
@@ -208,7 +209,7 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
         how="left").merge(ratio.rename(columns={"mean": "ratio"})[[*keys, "ratio"]], on=keys, how="left")
     data = data.assign(snapshots=np.isfinite(data["ratio"]), ratio=data["ratio"].fillna(100.0))
     colors = _tab10(data["label"])
-    fig, axes = _panels(len(s["experiments"]))
+    fig, axes = _panels(len(s["experiments"]), job=job)
     for ax, experiment in zip(axes[0], s["experiments"]):
         for r in data[data["experiment"] == experiment].itertuples():
             ax.errorbar([r.ratio], [r.acc_mean], yerr=[r.acc_std], marker="o" if r.snapshots else "s", capsize=3,
@@ -216,7 +217,6 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
         ax.set(title=_experiment_title(frame, experiment), xlabel="Ratio: rounds with arbitrary participation (%)",
                ylabel=f"test accuracy (%), last {s['last']} evaluations")
         ax.legend(title="algorithm", fontsize=7, loc="best")
-    fig.suptitle(title(job))
     return fig, data
 
 
@@ -226,7 +226,7 @@ def fast_q(job: dict, frame: pd.DataFrame):
     s = job["report"]
     columns = [c for c in ("q", "q_signal", "snapshot") if c in frame]
     data = frame[[*tidy.RUN, "label", "round", *columns]].reset_index(drop=True)
-    fig, axes = _panels(len(s["experiments"]), width=7.5, rows=2, height=3.0)
+    fig, axes = _panels(len(s["experiments"]), width=7.5, rows=2, height=3.0, job=job, wrap=True)
     for (top, bottom), experiment in zip(axes.T, s["experiments"]):
         part = data[data["experiment"] == experiment].assign(signal=lambda d: 100 * d.get("q_signal", np.nan),
                                                             seed=lambda d: d["seed"].astype(str))
@@ -239,7 +239,6 @@ def fast_q(job: dict, frame: pd.DataFrame):
             top.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         top.set(title=_experiment_title(frame, experiment), xlabel="", ylabel="q_t")
         bottom.set(xlabel="round", ylabel="acc_t (%)")
-    fig.suptitle(title(job), wrap=True)
     return fig, data
 
 
@@ -270,7 +269,7 @@ def toy_heterogeneity(job: dict, frame=None):
     u1, u2 = s["u"]
     grid_values = np.linspace(0.0, 1.0, s["resolution"])
     p1, p2 = np.meshgrid(grid_values, grid_values)
-    fig, axes = _panels(len(s["weightings"]), width=4.8, height=4.0)
+    fig, axes = _panels(len(s["weightings"]), width=4.8, height=4.0, job=job)
     records = []
     for ax, weighting in zip(axes[0], s["weightings"]):
         bias = toy.heterogeneity_bias(grid_values, u1, u2, weighting)
@@ -281,14 +280,13 @@ def toy_heterogeneity(job: dict, frame=None):
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
         records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(),
                                      "bias": bias.ravel()}))
-    fig.suptitle(title(job))
     return fig, pd.concat(records, ignore_index=True)
 
 
 @BUILDERS.add("toy_interpolation")
 def toy_interpolation(job: dict, frame=None):
     s = job["report"]
-    fig, axes = _panels(len(s["k"]), width=4.5, height=3.2, rows=2)
+    fig, axes = _panels(len(s["k"]), width=4.5, height=3.2, rows=2, job=job)
     records = []
     for (top, bottom), k in zip(axes.T, s["k"]):
         result = toy.fedswe_alternating(k, s["u"], s["rounds"], s["lr"], s["local_steps"], s["global_lr"])
@@ -304,6 +302,5 @@ def toy_interpolation(job: dict, frame=None):
         bottom.set(title=f"k = {k:g}: consensus error", xlabel="round", ylabel="(1/2) Σ (x_i − x̄)²")
         records.append(pd.DataFrame({"k": k, **{c: result[c] for c in ("round", "x", "gradient", "consensus")},
                                      "steady_bias": steady}))
-    fig.suptitle(title(job))
     return fig, pd.concat(records, ignore_index=True)
 

@@ -113,18 +113,16 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
     for experiment in job["report"]["experiments"]:
         targets, how = _targets(job, frame, experiment)
         notes.append(f"{experiment}: targets {', '.join(f'{100 * t:g}%' for t in targets) or 'none'} ({how}).")
-        dataset = frame.loc[frame["experiment"] == experiment, "dataset"].iloc[0]
         runs = frame[frame["experiment"] == experiment].drop_duplicates(tidy.RUN)
         experiment_curve = curve[curve["experiment"] == experiment]
         for target in targets:
             columns.append((experiment, f"rounds_to_{100 * target:g}"))
-            headers.append(f"{attribute_label('dataset', dataset)} {100 * target:g}%")
+            headers.append(f"{attribute_label('dataset', runs['dataset'].iloc[0])} {100 * target:g}%")
             reached = tidy.first_reaching(experiment_curve, target, ["algorithm"])
             records.append(runs.assign(value=runs["algorithm"].map(reached), metric=columns[-1][1], target=target))
     values = pd.concat(records, ignore_index=True) if records else frame.iloc[0:0].assign(value=[], metric=[])
-    table_cells = cells(frame, values, 1.0)
-    table_cells = table_cells.merge(values.drop_duplicates(["experiment", "metric"])[
-        ["experiment", "metric", "target"]], on=["experiment", "metric"])
+    targets = values.drop_duplicates(["experiment", "metric"])[["experiment", "metric", "target"]]
+    table_cells = cells(frame, values, 1.0).merge(targets, on=["experiment", "metric"])
     description = (f"First round at which the test accuracy, averaged over seeds and sampled every {every} "
                    "rounds, reaches each target; — when it never does.")
     table = TextTable(title(job), description, ["algorithm", *headers])

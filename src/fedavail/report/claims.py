@@ -1,7 +1,7 @@
 """The `claims` report kind: each claim (parsed by fedavail.plan.claim_parsing) with our numbers, the paired
 statistics of every comparison it makes, the paper's own numbers where published, and a verdict (VERDICT_RULE; the
 rule in full: docs/configuration.md, "Reports"). all_of, decreasing and peak hold when every part holds and fail when
-any part fails."""
+any part fails; a seed without a finite value in a cell (a diverged run, a metric not logged) leaves it not resolved."""
 
 import math
 from dataclasses import dataclass

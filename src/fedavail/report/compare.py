@@ -1,6 +1,6 @@
-"""Published numbers (paper_values.csv, transcribed from FedSWE Tables 2, 7, 8, 9 and the FAST text) beside ours,
-for the same cell only (published_cells; the bundled MNIST-5k never matches). Table 7's metrics are rounds ("—",
-never reached, is an empty mean); the scale of both runs is shown so a short run is not mistaken for a reproduction."""
+"""Published numbers (paper_values.csv, transcribed from FedSWE Tables 2, 7, 8, 9 and the FAST text; accuracies in
+percent, Table 7's metrics in rounds, "—" (never reached) an empty mean) beside ours, for the same cell only
+(published_cells: the bundled MNIST-5k never matches), with both runs' scale: a short run is no reproduction."""
 
 from importlib import resources
 

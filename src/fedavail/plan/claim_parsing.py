@@ -76,19 +76,6 @@ def _peak(args, where: str) -> dict:
             "at": [str(cells.index(c)) for c in peak]}
 
 
-def _threshold(kind: str, args, where: str) -> dict:
-    if not isinstance(args, list) or len(args) != 2:
-        raise ValueError(f"{where}: [cell, threshold]")
-    return {"kind": kind, "cells": {"value": parse_cell(args[0], f"{where}[0]")},
-            "threshold": _number(args[1], f"{where}[1]")}
-
-
-def _ordered(kind: str, args, where: str) -> dict:
-    if not isinstance(args, list) or len(args) < 2 or (kind == "greater" and len(args) != 2):
-        raise ValueError(f"{where}: {'two cells' if kind == 'greater' else 'a list of two or more cells'}")
-    return {"kind": kind, "cells": {str(i): parse_cell(c, f"{where}[{i}]") for i, c in enumerate(args)}}
-
-
 def parse_check(check, where: str) -> dict:
     """The check as {kind, cells, ...}; ValueError naming the offending key."""
     if not isinstance(check, dict) or len(check) != 1 or next(iter(check)) not in CHECKS:
@@ -100,10 +87,17 @@ def parse_check(check, where: str) -> dict:
             raise ValueError(f"{where}: a non-empty list of checks")
         return {"kind": kind, "parts": [parse_check(c, f"{where}[{i}]") for i, c in enumerate(args)]}
     if kind in ("below", "above"):
-        return _threshold(kind, args, where)
+        if not isinstance(args, list) or len(args) != 2:
+            raise ValueError(f"{where}: [cell, threshold]")
+        return {"kind": kind, "cells": {"value": parse_cell(args[0], f"{where}[0]")},
+                "threshold": _number(args[1], f"{where}[1]")}
     if kind in COMPARED:
         return _compared(kind, args, where)
-    return _peak(args, where) if kind == "peak" else _ordered(kind, args, where)
+    if kind == "peak":
+        return _peak(args, where)
+    if not isinstance(args, list) or len(args) < 2 or (kind == "greater" and len(args) != 2):  # greater, decreasing
+        raise ValueError(f"{where}: {'two cells' if kind == 'greater' else 'a list of two or more cells'}")
+    return {"kind": kind, "cells": {str(i): parse_cell(c, f"{where}[{i}]") for i, c in enumerate(args)}}
 
 
 def parse_claims(claims, where: str = "claims") -> list[dict]:

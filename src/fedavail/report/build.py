@@ -18,20 +18,10 @@ def _write_table(table, data, outputs: dict, prefix: str = "") -> None:
     write_text(outputs[prefix + "csv"], data.to_csv(index=False))
 
 
-def _write_paper(job: dict, table, cells, outputs: dict) -> None:
-    from fedavail.report.compare import compare, comparison_table
-    from fedavail.report.frame import is_server_row
-
-    # The published cells are the authors' reported model: the server-model rows have no counterpart.
-    cells = cells[~cells["algorithm"].map(is_server_row)]
-    result = compare(cells, KINDS[job["report"]["kind"]].PAPER_SOURCES if job["report"]["paper"] else ())
-    paper = comparison_table(result, table.title, dict(zip(cells["algorithm"], cells["label"])))
-    _write_table(paper, result, outputs, "paper_")
-
-
 def make_report(job: dict, run_dirs: list, outputs: dict) -> None:
     from fedavail.report import claims, tables  # noqa: F401 (importing them adds their builders to BUILDERS)
     from fedavail.report import frame as tidy
+    from fedavail.report.compare import compare, comparison_table
     from fedavail.report.figures import experiment_figure, save
     from fedavail.report.render import TextTable
 
@@ -51,7 +41,10 @@ def make_report(job: dict, run_dirs: list, outputs: dict) -> None:
         save(experiment_figure(job, frame), Path(outputs["png"]))
     if "eval_model" in job["report"]:
         table.footnotes.append(SCORED_MODEL[job["report"]["eval_model"]] + ".")
-    if "paper_md" in outputs:
-        _write_paper(job, table, data, outputs)
+    if "paper_md" in outputs:  # the published cells are the authors' reported model: server rows have no counterpart
+        cells = data[~data["algorithm"].map(tidy.is_server_row)]
+        result = compare(cells, KINDS[kind].PAPER_SOURCES if job["report"]["paper"] else ())
+        paper = comparison_table(result, table.title, dict(zip(cells["algorithm"], cells["label"])))
+        _write_table(paper, result, outputs, "paper_")
     if "csv" in outputs:
         _write_table(table, data, outputs)

@@ -51,8 +51,7 @@ def caption(job: dict) -> str:
     values["target_percent"] = f"{100 * report.get('target', 0):g}"
     values["plateau_tolerance_points"] = f"{100 * report.get('plateau_tolerance', 0):g}"
     title = report.get("title") or job["name"]
-    kind = report["kind"]
-    text = (JOB_DESCRIPTIONS[kind] if kind in JOB_DESCRIPTIONS else KINDS[kind].DESCRIPTION).format(**values)
+    text = (JOB_DESCRIPTIONS.get(report["kind"]) or KINDS[report["kind"]].DESCRIPTION).format(**values)
     if not job["experiments"]:
         return f"{title}: {text}."
     runs = "; ".join(describe_experiment(name, info) for name, info in job["experiments"].items())

@@ -9,9 +9,12 @@ CELL_KEYS = {"cell": REQUIRED, "metric": None, "model": None}
 METRICS = ("test_acc", "train_acc", "consensus_error", "snapshot_share")
 MODELS = ("local_mean", "global")
 CHECKS = ("greater", "non_inferior", "recovers_gap", "below", "above", "decreasing", "peak", "all_of")
-GAP_KEYS = {"method": REQUIRED, "low": REQUIRED, "high": REQUIRED, "fraction": REQUIRED}
-NON_INFERIOR_KEYS = {"method": REQUIRED, "reference": REQUIRED, "margin": 0.01}
 PEAK_KEYS = {"sweep": REQUIRED, "at": REQUIRED}
+COMPARED = {  # kind -> its keys with their defaults, its cells, its number and that number's bounds
+    "recovers_gap": ({"method": REQUIRED, "low": REQUIRED, "high": REQUIRED, "fraction": REQUIRED},
+                     ("method", "low", "high"), "fraction", (lambda v: 0 < v <= 1, "in (0, 1]")),
+    "non_inferior": ({"method": REQUIRED, "reference": REQUIRED, "margin": 0.01}, ("method", "reference"), "margin",
+                     (lambda v: v >= 0, ">= 0"))}
 
 
 def parse_cell(cell, where: str) -> dict:
@@ -45,24 +48,14 @@ def _mapping(args, keys: dict, where: str) -> None:
     check_keys(args, keys, "key", where)
 
 
-def _cells(args: dict, roles: tuple, where: str) -> dict:
-    return {role: parse_cell(args[role], f"{where}.{role}") for role in roles}
-
-
-def _gap(args, where: str) -> dict:
-    _mapping(args, GAP_KEYS, where)
-    fraction = _number(args["fraction"], f"{where}.fraction")
-    if not 0 < fraction <= 1:
-        raise ValueError(f"{where}.fraction: in (0, 1], got {fraction!r}")
-    return {"kind": "recovers_gap", "cells": _cells(args, ("method", "low", "high"), where), "fraction": fraction}
-
-
-def _non_inferior(args, where: str) -> dict:
-    _mapping(args, NON_INFERIOR_KEYS, where)
-    margin = _number(args.get("margin", NON_INFERIOR_KEYS["margin"]), f"{where}.margin")
-    if margin < 0:
-        raise ValueError(f"{where}.margin: >= 0, got {margin!r}")
-    return {"kind": "non_inferior", "cells": _cells(args, ("method", "reference"), where), "margin": margin}
+def _compared(kind: str, args, where: str) -> dict:
+    """recovers_gap and non_inferior: named cells and one number within its bounds."""
+    keys, roles, key, (test, must) = COMPARED[kind]
+    _mapping(args, keys, where)
+    value = _number(args.get(key, keys[key]), f"{where}.{key}")
+    if not test(value):
+        raise ValueError(f"{where}.{key}: {must}, got {value!r}")
+    return {"kind": kind, "cells": {role: parse_cell(args[role], f"{where}.{role}") for role in roles}, key: value}
 
 
 def _peak(args, where: str) -> dict:
@@ -83,29 +76,6 @@ def _peak(args, where: str) -> dict:
             "at": [str(cells.index(c)) for c in peak]}
 
 
-def _paper(paper, where: str) -> dict | None:
-    if paper is None:
-        return None
-    _mapping(paper, PAPER_KEYS, where)
-    for key in ("alpha", "gamma"):
-        if paper.get(key) is not None:
-            _number(paper[key], f"{where}.{key}")
-    return {key: paper.get(key) for key in PAPER_KEYS}
-
-
-def _threshold(kind: str, args, where: str) -> dict:
-    if not isinstance(args, list) or len(args) != 2:
-        raise ValueError(f"{where}: [cell, threshold]")
-    return {"kind": kind, "cells": {"value": parse_cell(args[0], f"{where}[0]")},
-            "threshold": _number(args[1], f"{where}[1]")}
-
-
-def _ordered(kind: str, args, where: str) -> dict:
-    if not isinstance(args, list) or len(args) < 2 or (kind == "greater" and len(args) != 2):
-        raise ValueError(f"{where}: {'two cells' if kind == 'greater' else 'a list of two or more cells'}")
-    return {"kind": kind, "cells": {str(i): parse_cell(c, f"{where}[{i}]") for i, c in enumerate(args)}}
-
-
 def parse_check(check, where: str) -> dict:
     """The check as {kind, cells, ...}; ValueError naming the offending key."""
     if not isinstance(check, dict) or len(check) != 1 or next(iter(check)) not in CHECKS:
@@ -117,9 +87,17 @@ def parse_check(check, where: str) -> dict:
             raise ValueError(f"{where}: a non-empty list of checks")
         return {"kind": kind, "parts": [parse_check(c, f"{where}[{i}]") for i, c in enumerate(args)]}
     if kind in ("below", "above"):
-        return _threshold(kind, args, where)
-    parse = {"recovers_gap": _gap, "non_inferior": _non_inferior, "peak": _peak}.get(kind)
-    return parse(args, where) if parse else _ordered(kind, args, where)
+        if not isinstance(args, list) or len(args) != 2:
+            raise ValueError(f"{where}: [cell, threshold]")
+        return {"kind": kind, "cells": {"value": parse_cell(args[0], f"{where}[0]")},
+                "threshold": _number(args[1], f"{where}[1]")}
+    if kind in COMPARED:
+        return _compared(kind, args, where)
+    if kind == "peak":
+        return _peak(args, where)
+    if not isinstance(args, list) or len(args) < 2 or (kind == "greater" and len(args) != 2):  # greater, decreasing
+        raise ValueError(f"{where}: {'two cells' if kind == 'greater' else 'a list of two or more cells'}")
+    return {"kind": kind, "cells": {str(i): parse_cell(c, f"{where}[{i}]") for i, c in enumerate(args)}}
 
 
 def parse_claims(claims, where: str = "claims") -> list[dict]:
@@ -132,9 +110,14 @@ def parse_claims(claims, where: str = "claims") -> list[dict]:
         for key in ("claim", "source"):
             if not isinstance(claim[key], str) or not claim[key].strip():
                 raise ValueError(f"{at}.{key}: a non-empty string")
-        parsed.append({"claim": claim["claim"], "source": claim["source"],
-                       "check": parse_check(claim["check"], f"{at}.check"),
-                       "paper": _paper(claim.get("paper"), f"{at}.paper")})
+        check, paper = parse_check(claim["check"], f"{at}.check"), claim.get("paper")
+        if paper is not None:
+            _mapping(paper, PAPER_KEYS, f"{at}.paper")
+            for key in ("alpha", "gamma"):
+                if paper.get(key) is not None:
+                    _number(paper[key], f"{at}.paper.{key}")
+            paper = {key: paper.get(key) for key in PAPER_KEYS}
+        parsed.append({"claim": claim["claim"], "source": claim["source"], "check": check, "paper": paper})
     return parsed
 
 

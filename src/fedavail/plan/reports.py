@@ -17,13 +17,18 @@ ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds
               "period", "low", "p", "distribution", "window", "inner")
 Attribute = Literal[ATTRIBUTES]
 EvalModel = Literal["local_mean", "global"]
-# Every report kind by its `kind` name; what builds each is registered against the same name in
-# fedavail.report.build (BUILDERS).
+SHAPING = {"sine": {"gamma", "period"}, "staircase": {"period", "low"}, "two_group": {"window", "inner"}}  # by dynamics
+# Every report kind by its `kind` name (what builds each: fedavail.report.BUILDERS, under the same name)
 KINDS = Registry("kind")
 
 
 def _list(*values):
     return field(default_factory=lambda: list(values))
+
+
+def report_kind(name: str):
+    """Registers a report kind's spec under `name` in KINDS, as a frozen dataclass."""
+    return lambda cls: KINDS.add(name)(dataclass(frozen=True)(cls))
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class Report:
     DESCRIPTION: typing.ClassVar[str]  # what it shows, its caption (str.format with the report's settings)
     SHAPE: typing.ClassVar[str] = "table"
     POSITIVE: typing.ClassVar[tuple] = ()  # integer keys that must be >= 1
+    BOUNDS: typing.ClassVar[dict] = {}  # key -> (a test of its value, what the value must be)
     LAYOUT: typing.ClassVar[tuple] = ()  # keys naming the attributes that place an experiment in the table
     PAPER_SOURCES: typing.ClassVar[tuple] = ()  # a paper table: the published tables beside it (report/compare.py)
 
@@ -46,7 +52,7 @@ class Report:
 
     def check(self, config: dict) -> None:
         """Raise ValueError("<key>: ...") for what the types cannot say."""
-        self._check_positive()
+        self._check_values()
         if not self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} needs at least one experiment")
         for experiment in self.experiments:
@@ -68,13 +74,11 @@ class Report:
                                  f"({', '.join(f'{getattr(self, k)} = {v}' for k, v in zip(self.LAYOUT, position))})")
             placed[position] = experiment
 
-    def _check_positive(self) -> None:
-        for key in self.POSITIVE:
-            value = getattr(self, key)
-            if value is not None and value < 1:
-                raise ValueError(f"{key}: must be a positive integer, got {value!r}")
-        if getattr(self, "decimals", 0) < 0:
-            raise ValueError(f"decimals: must be >= 0, got {self.decimals!r}")
+    def _check_values(self) -> None:
+        positive = {key: (lambda v: v is None or v >= 1, "must be a positive integer") for key in self.POSITIVE}
+        for key, (test, must) in {**positive, **self.BOUNDS}.items():
+            if not test(getattr(self, key)):
+                raise ValueError(f"{key}: {must}, got {getattr(self, key)!r}")
 
     def selected(self, config: dict, experiment: str) -> list[str]:
         ran = config["experiments"][experiment]["algorithms"]
@@ -90,10 +94,10 @@ class Accuracy(Report):
     paper: bool = True
     SHAPE = "paper_table"
     POSITIVE = ("last_n",)
+    BOUNDS = {"decimals": (lambda v: v >= 0, "must be >= 0")}
 
 
-@KINDS.add("fedswe_table")
-@dataclass(frozen=True)
+@report_kind("fedswe_table")
 class FedsweTable(Accuracy):
     DESCRIPTION = ("train and test accuracy (%), mean ± std over seeds of each run's average over its last {last_n} "
                    "rounds (FedSWE Table 2 style); in every column the best of the algorithms not aided by memory or "
@@ -104,8 +108,7 @@ class FedsweTable(Accuracy):
     LAYOUT = ("blocks", "columns")
 
 
-@KINDS.add("sweep")
-@dataclass(frozen=True)
+@report_kind("sweep")
 class Sweep(Accuracy):
     DESCRIPTION = ("train and test accuracy (%) against {parameter}, mean ± std over seeds of each run's "
                    "last-{last_n}-round average (FedSWE Tables 8 and 9 style); best of the memory-free group bold, "
@@ -115,8 +118,7 @@ class Sweep(Accuracy):
     LAYOUT = ("parameter",)
 
 
-@KINDS.add("rounds_to_target")
-@dataclass(frozen=True)
+@report_kind("rounds_to_target")
 class RoundsToTarget(Report):
     DESCRIPTION = ("the first round at which the mean test accuracy over seeds, sampled every {sample_every} rounds, "
                    "reaches each target (FedSWE Table 7 style); — when never reached")
@@ -143,8 +145,7 @@ class RoundsToTarget(Report):
                                  f"{values!r}")
 
 
-@KINDS.add("fast_table")
-@dataclass(frozen=True)
+@report_kind("fast_table")
 class FastTable(Report):
     DESCRIPTION = ("test accuracy (%) of the server model, A ± B, the mean and standard deviation of the last {last} "
                    "test accuracies of every seed (FAST style), and Ratio = rounds with arbitrary participation / "
@@ -155,10 +156,10 @@ class FastTable(Report):
     paper: bool = True
     SHAPE = "paper_table"
     POSITIVE = ("last",)
+    BOUNDS = Accuracy.BOUNDS
 
 
-@KINDS.add("memory")
-@dataclass(frozen=True)
+@report_kind("memory")
 class Memory(Report):
     DESCRIPTION = ("bytes of algorithm state (summary.json state_bytes) per algorithm, with the model dimension d, "
                    "peak memory and wall time")
@@ -168,8 +169,7 @@ class Figure(Report):  # writes figure.{png,pdf,csv}
     SHAPE = "figure"
 
 
-@KINDS.add("curves")
-@dataclass(frozen=True)
+@report_kind("curves")
 class Curves(Figure):
     DESCRIPTION = ("{metric} against the round, mean over seeds with a band of ± one standard deviation (FedSWE Figs. "
                    "7 and 10 style)")
@@ -180,8 +180,7 @@ class Curves(Figure):
     POSITIVE = ("sample_every",)
 
 
-@KINDS.add("consensus")
-@dataclass(frozen=True)
+@report_kind("consensus")
 class Consensus(Figure):
     DESCRIPTION = ("the consensus error (1/m) Σ_i ‖x_i − x̄‖² on a logarithmic scale, mean over seeds ± one standard "
                    "deviation (FedSWE Fig. 6 style)")
@@ -191,8 +190,7 @@ class Consensus(Figure):
     POSITIVE = ("sample_every",)
 
 
-@KINDS.add("k_sweep")
-@dataclass(frozen=True)
+@report_kind("k_sweep")
 class KSweep(Figure):
     DESCRIPTION = ("test accuracy averaged over the last {last_n} rounds and the number of rounds to reach "
                    "{target_percent}% test accuracy against FedSWE's interpolation coefficient {parameter} (FedSWE "
@@ -203,11 +201,10 @@ class KSweep(Figure):
     sample_every: int | None = None
     eval_model: EvalModel = "local_mean"
     POSITIVE = ("last_n", "sample_every")
+    BOUNDS = {"target": (lambda v: 0 < v <= 1, "an accuracy in (0, 1]")}
 
     def check(self, config: dict) -> None:
         super().check(config)
-        if not 0 < self.target <= 1:
-            raise ValueError(f"target: an accuracy in (0, 1], got {self.target!r}")
         for experiment in self.experiments:
             for algorithm in self.selected(config, experiment):
                 spec = config["algorithms"][algorithm]
@@ -216,8 +213,7 @@ class KSweep(Figure):
                                      "list the swept algorithms under 'algorithms'")
 
 
-@KINDS.add("grid")
-@dataclass(frozen=True)
+@report_kind("grid")
 class Grid(Figure):
     DESCRIPTION = ("train and test accuracy (%) of each run's last-{last_n}-round average against {x}, one line per "
                    "{hue} (FedSWE Fig. 3 style); mean ± std over seeds")
@@ -234,8 +230,7 @@ class Grid(Figure):
         super().check(config)
 
 
-@KINDS.add("fast_ratio")
-@dataclass(frozen=True)
+@report_kind("fast_ratio")
 class FastRatio(Figure):
     DESCRIPTION = ("test accuracy of the server model (mean of the last {last} test accuracies) against Ratio, the "
                    "share of rounds with arbitrary participation; algorithms without snapshots sit at Ratio = 100%")
@@ -243,11 +238,8 @@ class FastRatio(Figure):
     POSITIVE = ("last",)
 
 
-@KINDS.add("fast_q")
-@dataclass(frozen=True)
+@report_kind("fast_q")
 class FastQ(Figure):
-    """Adaptive FAST: q_t and the accuracy signal it follows, per round and seed."""
-
     DESCRIPTION = ("adaptive FAST (FAST Algorithm 2): the snapshot probability q_t that governed each round (top) and "
                    "the signal it is updated from, the participants' mean local training accuracy acc_t (bottom), one "
                    "line per seed, snapshot rounds marked ×; q_(t+1) = clip(q_t + λ(acc_(t−1) − acc_t), 0, 1) rises "
@@ -265,16 +257,15 @@ class FastQ(Figure):
 
 @dataclass(frozen=True)
 class Toy(Figure):
+    BOUNDS = {"u": (lambda v: len(v) == 2, "two numbers")}
+
     def check(self, config: dict) -> None:
         if self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} computes its figure exactly and uses no experiments")
-        self._check_positive()
-        if len(self.u) != 2:
-            raise ValueError(f"u: two numbers, got {self.u!r}")
+        self._check_values()
 
 
-@KINDS.add("toy_heterogeneity")
-@dataclass(frozen=True)
+@report_kind("toy_heterogeneity")
 class ToyHeterogeneity(Toy):
     DESCRIPTION = ("Example 1 of FedSWE §4 computed exactly: two clients with F_i(x) = (x − u_i)²/2, u = {u}, "
                    "stationary availability p_1, p_2; the colour is |lim E x^t − x*| of FedAvg (closed form, no "
@@ -282,17 +273,11 @@ class ToyHeterogeneity(Toy):
     u: list[float] = _list(0.0, 100.0)
     resolution: int = 101
     weightings: list[Literal["active", "all"]] = _list("active", "all")
-
-    def check(self, config: dict) -> None:
-        super().check(config)
-        if self.resolution < 3:
-            raise ValueError(f"resolution: an integer >= 3, got {self.resolution!r}")
-        if not self.weightings:
-            raise ValueError("weightings: a list of 'active' and/or 'all'")
+    BOUNDS = {**Toy.BOUNDS, "resolution": (lambda v: v >= 3, "an integer >= 3"),
+              "weightings": (bool, "a list of 'active' and/or 'all'")}
 
 
-@KINDS.add("toy_interpolation")
-@dataclass(frozen=True)
+@report_kind("toy_interpolation")
 class ToyInterpolation(Toy):
     DESCRIPTION = ("FedSWE Fig. 5 computed exactly: Algorithm 1 on two scalar clients, u = {u}, client 1 available in "
                    "even rounds only, client 2 in odd rounds only, s = {local_steps} gradient steps of size {lr}, η_g "
@@ -306,18 +291,11 @@ class ToyInterpolation(Toy):
     lr: float = 0.001
     global_lr: float = 1.0
     POSITIVE = ("rounds", "local_steps")
-
-    def check(self, config: dict) -> None:
-        super().check(config)
-        if not self.k or min(self.k) < 0:
-            raise ValueError(f"k: a list of numbers >= 0, got {self.k!r}")
-        for key in ("lr", "global_lr"):
-            if getattr(self, key) <= 0:
-                raise ValueError(f"{key}: a positive number, got {getattr(self, key)!r}")
+    BOUNDS = {**Toy.BOUNDS, "k": (lambda v: v and min(v) >= 0, "a list of numbers >= 0"),
+              "lr": (lambda v: v > 0, "a positive number"), "global_lr": (lambda v: v > 0, "a positive number")}
 
 
-@KINDS.add("claims")
-@dataclass(frozen=True)
+@report_kind("claims")
 class Claims(Report):
     DESCRIPTION = ("the papers' claims checked on these runs: each claim, its source in the paper, our numbers (mean "
                    "± std over seeds, seeds and rounds of every cell it reads), every comparison's mean difference "
@@ -334,6 +312,8 @@ class Claims(Report):
     plateau_window: float = 0.2  # share of a run's rounds in each window of the still-improving test (>= last_n)
     plateau_tolerance: float = 0.005  # gain per window (accuracy fraction) above which a curve is still improving
     POSITIVE = ("last_n",)
+    BOUNDS = {"plateau_window": (lambda v: 0 < v <= 0.5, "a share of the rounds in (0, 0.5]"),
+              "plateau_tolerance": (lambda v: v >= 0, ">= 0")}
 
     @classmethod
     def from_config(cls, raw: dict) -> "Claims":
@@ -346,10 +326,6 @@ class Claims(Report):
         return cls(**raw, experiments=experiments, algorithms=algorithms)
 
     def check(self, config: dict) -> None:
-        if not 0 < self.plateau_window <= 0.5:
-            raise ValueError(f"plateau_window: a share of the rounds in (0, 0.5], got {self.plateau_window!r}")
-        if self.plateau_tolerance < 0:
-            raise ValueError(f"plateau_tolerance: >= 0, got {self.plateau_tolerance!r}")
         for i, claim in enumerate(parse_claims(self.claims)):
             for cell in check_cells(claim["check"]):
                 experiment, algorithm = cell["experiment"], cell["algorithm"]
@@ -396,14 +372,9 @@ def experiment_settings(config: dict, experiment: str) -> dict:
 
 
 def applicable(settings: dict) -> set[str]:
-    """The trace attributes that shape this experiment's availability."""
-    dynamics = settings["dynamics"]
-    found = {"gamma"} if dynamics == "sine" else set()
-    if dynamics in ("staircase", "sine") or (dynamics == "two_group" and settings["inner"] == "staircase"):
-        found |= {"period"} if dynamics == "sine" else {"period", "low"}
-    if dynamics == "two_group":
-        found |= {"window", "inner"}
-    return found
+    """The trace attributes that shape its availability (a two-group trace's, its inner staircase's too)."""
+    inner = SHAPING["staircase"] if settings["dynamics"] == "two_group" and settings["inner"] == "staircase" else set()
+    return SHAPING.get(settings["dynamics"], set()) | inner
 
 
 def attributes(experiment: str, partition: dict, trace: dict, training: dict) -> dict:

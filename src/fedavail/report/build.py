@@ -9,30 +9,19 @@ from fedavail.plan.reports import KINDS
 from fedavail.report import BUILDERS
 
 
-def _write_table(table, data, outputs: dict) -> None:
+def _write_table(table, data, outputs: dict, prefix: str = "") -> None:
     from fedavail.report.render import to_latex, to_markdown
 
-    if "md" in outputs:
-        write_text(outputs["md"], to_markdown(table))
-    if "tex" in outputs:
-        write_text(outputs["tex"], to_latex(table))
-    write_text(outputs["csv"], data.to_csv(index=False))
-
-
-def _write_paper(job: dict, table, cells, outputs: dict) -> None:
-    from fedavail.report.compare import compare, comparison_table
-    from fedavail.report.frame import is_server_row
-
-    # The published cells are the authors' reported model: the server-model rows have no counterpart.
-    cells = cells[~cells["algorithm"].map(is_server_row)]
-    result = compare(cells, KINDS[job["report"]["kind"]].PAPER_SOURCES if job["report"]["paper"] else ())
-    paper = comparison_table(result, table.title, dict(zip(cells["algorithm"], cells["label"])))
-    _write_table(paper, result, {"md": outputs["paper_md"], "tex": outputs["paper_tex"], "csv": outputs["paper_csv"]})
+    for key, render in (("md", to_markdown), ("tex", to_latex)):
+        if prefix + key in outputs:
+            write_text(outputs[prefix + key], render(table))
+    write_text(outputs[prefix + "csv"], data.to_csv(index=False))
 
 
 def make_report(job: dict, run_dirs: list, outputs: dict) -> None:
     from fedavail.report import claims, tables  # noqa: F401 (importing them adds their builders to BUILDERS)
     from fedavail.report import frame as tidy
+    from fedavail.report.compare import compare, comparison_table
     from fedavail.report.figures import experiment_figure, save
     from fedavail.report.render import TextTable
 
@@ -52,7 +41,10 @@ def make_report(job: dict, run_dirs: list, outputs: dict) -> None:
         save(experiment_figure(job, frame), Path(outputs["png"]))
     if "eval_model" in job["report"]:
         table.footnotes.append(SCORED_MODEL[job["report"]["eval_model"]] + ".")
-    if "paper_md" in outputs:
-        _write_paper(job, table, data, outputs)
+    if "paper_md" in outputs:  # the published cells are the authors' reported model: server rows have no counterpart
+        cells = data[~data["algorithm"].map(tidy.is_server_row)]
+        result = compare(cells, KINDS[kind].PAPER_SOURCES if job["report"]["paper"] else ())
+        paper = comparison_table(result, table.title, dict(zip(cells["algorithm"], cells["label"])))
+        _write_table(paper, result, outputs, "paper_")
     if "csv" in outputs:
         _write_table(table, data, outputs)

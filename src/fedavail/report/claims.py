@@ -1,12 +1,7 @@
 """The `claims` report kind: each claim (parsed by fedavail.plan.claim_parsing) with our numbers, the paired
-statistics of every comparison it makes, the paper's own numbers where published, and a verdict (VERDICT_RULE).
-
-Seed s gives every algorithm the same partition, trace and initial model in every experiment, so a comparison is
-judged on its per-seed differences d_s (a − b for greater, method − reference for non_inferior, value − threshold for
-above, ...): mean ± t(0.975, n − 1) · sd / √n (ddof 1). all_of, decreasing and peak hold when every part holds and
-fail when any part fails. "Still improving" compares, per seed, the mean of the evaluated rounds in the last window
-with the window before (window: the larger of last_n and `plateau_window` × rounds). A cell with a seed without a
-finite value (a diverged run, a metric the run does not log) leaves its claim not resolved, and says which."""
+statistics of every comparison it makes, the paper's own numbers where published, and a verdict (VERDICT_RULE; the
+rule in full: docs/configuration.md, "Reports"). all_of, decreasing and peak hold when every part holds and fail when
+any part fails; a seed without a finite value in a cell (a diverged run, a metric not logged) leaves it not resolved."""
 
 import math
 from dataclasses import dataclass
@@ -17,6 +12,7 @@ import pandas as pd
 from fedavail.plan.claim_parsing import parse_claims
 from fedavail.report import BUILDERS
 from fedavail.report import frame as tidy
+from fedavail.report.compare import paper_values, published_cells
 from fedavail.report.render import TextTable
 from fedavail.report.tables import title
 
@@ -68,9 +64,7 @@ def judge(interval: Interval, bound: float = 0.0) -> tuple[str, str]:
 
 
 def _combine(verdicts: list[str]) -> str:
-    if FAILS in verdicts:
-        return FAILS
-    return HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
+    return FAILS if FAILS in verdicts else HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
 
 
 def _show(value: float, metric: str, signed: bool = False) -> str:
@@ -240,12 +234,15 @@ class _Evaluation:
         if check["kind"] not in ("greater", "non_inferior"):
             return "—"
         roles = ("0", "1") if check["kind"] == "greater" else ("method", "reference")
-        cells = [self.cells[tuple(check["cells"][role][k] for k in ("experiment", "algorithm", "metric", "model"))]
-                 for role in roles]
+        cells = [self.cell(check["cells"][role]) for role in roles]  # evaluated already: read from self.cells
         attributes = cells[0]["attributes"]
         where = claim["paper"] or {k: None if attributes is None else attributes.get(k)
                                    for k in ("dataset", "dynamics", "alpha", "gamma")}
-        rows = [_published(published, where, cell["identity"], cell["metric"]) for cell in cells]
+        rows = []
+        for cell in cells:  # its first published row with a mean and std; α and γ matched where both sides give them
+            key = {"alpha": None, "gamma": None, **where, "identity": cell["identity"], "metric": cell["metric"]}
+            found = published_cells(published, key, lenient=True)
+            rows.append(next((r for r in found if not (pd.isna(r["mean"]) or pd.isna(r["std"]))), None))
         if any(row is None for row in rows):
             return "—"
         a, b = rows
@@ -255,21 +252,9 @@ class _Evaluation:
                 f"{b['mean']:.1f} ± {b['std']:.1f}, difference {difference:+.1f} points, {within} its larger std")
 
 
-def _published(published: pd.DataFrame, where: dict, identity: str, metric: str):
-    """The first published row of this cell with a mean and std; α and γ are matched where both the paper and `where`
-    give them."""
-    from fedavail.report.compare import published_cells
-
-    cell = {"alpha": None, "gamma": None, **where, "identity": identity, "metric": metric}
-    rows = published_cells(published, cell, lenient=True)
-    return next((row for row in rows if not (pd.isna(row["mean"]) or pd.isna(row["std"]))), None)
-
-
 @BUILDERS.add("claims")
 def claims_table(job: dict, frame: pd.DataFrame) -> tuple:
     """claim | source | our numbers | paired differences | paper | verdict, one row per claim, and the CSV rows."""
-    from fedavail.report.compare import paper_values
-
     description = ("Each paper claim checked on our runs: mean ± std over seeds of every cell (accuracies in %, "
                    "each run's mean over its last evaluated rounds), then each comparison's paired difference "
                    f"[95% CI], n pairs; where the paper publishes the same cells, its own numbers. {VERDICT_RULE}")

@@ -1,9 +1,6 @@
-"""Published numbers (paper_values.csv, transcribed from FedSWE Tables 2, 7, 8, 9 and the FAST text) beside ours.
-
-A reproduced cell is compared only with the same published cell: same dataset (so the bundled MNIST-5k never
-matches), dynamics, Dirichlet α and γ where the paper gives them, identity (labels.canonical) and metric. Accuracies
-are in percent; Table 7's metrics are rounds ("—", never reached, is an empty mean). The scale of both runs (rounds,
-clients) is shown so a short run is not mistaken for a reproduction."""
+"""Published numbers (paper_values.csv, transcribed from FedSWE Tables 2, 7, 8, 9 and the FAST text; accuracies in
+percent, Table 7's metrics in rounds, "—" (never reached) an empty mean) beside ours, for the same cell only
+(published_cells: the bundled MNIST-5k never matches), with both runs' scale: a short run is no reproduction."""
 
 from importlib import resources
 
@@ -24,17 +21,12 @@ def paper_values() -> pd.DataFrame:
         return pd.read_csv(handle)
 
 
-def numbers_close(a, b) -> bool:
-    """Both given (not None, not NaN) and equal up to float rounding."""
-    return a is not None and b is not None and not pd.isna(a) and not pd.isna(b) and np.isclose(float(a), float(b))
-
-
 def published_cells(paper: pd.DataFrame, cell: dict, lenient: bool = False) -> list[dict]:
     """The published rows of a cell (dataset, dynamics, identity, metric, alpha, gamma), in order. α and γ must agree
     where the paper gives them; `lenient`: only where the cell gives them too."""
 
-    def agrees(published, ours) -> bool:
-        return pd.isna(published) or (lenient and (ours is None or pd.isna(ours))) or numbers_close(published, ours)
+    def agrees(published, ours) -> bool:  # equal up to float rounding
+        return pd.isna(published) or (lenient if pd.isna(ours) else np.isclose(float(published), float(ours)))
 
     rows = paper[(paper["dataset"] == cell["dataset"]) & (paper["dynamics"] == cell["dynamics"])
                  & (paper["algorithm"] == cell["identity"]) & (paper["metric"] == cell["metric"])]
@@ -59,11 +51,9 @@ def compare(ours: pd.DataFrame, sources, paper: pd.DataFrame | None = None) -> p
         note = p["note"] if isinstance(p["note"], str) else ""
         if pd.isna(p["mean"]) and pd.isna(cell["mean"]):
             note = (note + "; " if note else "") + "neither reached the target"
-        rows.append({**{k: cell[k] for k in COLUMNS[:8]}, "source": p["source"], "paper_mean": p["mean"],
-                     "paper_std": p["std"], "ours_mean": cell["mean"], "ours_std": cell["std"], "seeds": cell["seeds"],
-                     "difference": difference, "within_std": within, "ours_rounds": cell["rounds"],
-                     "paper_rounds": p["rounds"], "ours_clients": cell["clients"], "paper_clients": p["clients"],
-                     "note": note})
+        rows.append({**cell, **{f"{who}_{k}": row[k] for who, row in (("ours", cell), ("paper", p))
+                                for k in ("mean", "std", "rounds", "clients")},
+                     "source": p["source"], "difference": difference, "within_std": within, "note": note})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

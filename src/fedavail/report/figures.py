@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from fedavail.io import atomic_path
-from fedavail.report import BUILDERS
+from fedavail.report import BUILDERS, toy
 from fedavail.report import frame as tidy
 from fedavail.report.tables import attribute_label, title
 
@@ -25,18 +25,18 @@ STYLE = {"axes.facecolor": "white", "axes.grid": True, "axes.axisbelow": True, "
          "ytick.labelsize": 9.5, "lines.linewidth": 1.2, "lines.markersize": 4.8}
 
 
-def _plt():
+def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1, job: dict | None = None, **heading):
+    """rows × count panels (at least one column) under the job's title, if given."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams.update(STYLE)
-    return plt
-
-
-def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1):
-    return _plt().subplots(rows, max(1, count), figsize=(width * max(1, count), height * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, max(1, count), figsize=(width * max(1, count), height * rows), squeeze=False)
+    if job is not None:
+        fig.suptitle(title(job), **heading)
+    return fig, axes
 
 
 def _levels(labels) -> list:
@@ -51,11 +51,6 @@ def _tab10(labels) -> dict:
     return dict(zip(_levels(labels), cycle(matplotlib.colormaps["tab10"].colors)))
 
 
-def _dashes(level: int):
-    """The line style of the level-th style group: solid, then a dash followed by level − 1 dots."""
-    return "-" if level == 0 else (0, (4, 1.5) + (1, 1.5) * (level - 1))
-
-
 def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None, style: str | None = None,
                  aggregate: bool = True, spread: str = "band", legend: bool = True, **line) -> None:
     """One line of `y` against `x` per (hue, style) group of `data` (levels in order of first appearance): a tab10
@@ -65,7 +60,9 @@ def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None,
     column when both are used: the picture seaborn's lineplot drew (errorbar="sd", or estimator=None)."""
     line = {"markeredgewidth": 0.75, "markeredgecolor": "w", **line}
     colours = _tab10(data[hue] if hue else [""])  # without hue, one group in the first colour
-    styles = {level: _dashes(i) for i, level in enumerate(_levels(data[style] if style else [""]))}
+    # per style level: solid, then a dash followed by as many dots as levels before it, less one
+    styles = {level: "-" if i == 0 else (0, (4, 1.5) + (1, 1.5) * (i - 1))
+              for i, level in enumerate(_levels(data[style] if style else [""]))}
     rows = data[[c for c in (x, y, hue, style) if c]].replace([np.inf, -np.inf], np.nan).dropna()
     if not pd.api.types.is_numeric_dtype(rows[x]):  # categories along x in order of first appearance
         rows = rows.assign(**{x: pd.Categorical(rows[x], categories=pd.unique(rows[x]), ordered=True)})
@@ -119,21 +116,15 @@ def _experiment_title(frame: pd.DataFrame, experiment: str) -> str:
     return f"{experiment}\n" + " ".join(p for p in parts if p)
 
 
-def _legend_labels(frame: pd.DataFrame) -> pd.Series:
-    """Each row's label, "† diverged" appended for an algorithm with a diverged run in that experiment."""
-    diverged = frame.groupby(["experiment", "algorithm"])["diverged_at"].transform(lambda c: c.notna().any())
-    return frame["label"] + np.where(diverged, " † diverged", "")
-
-
 @BUILDERS.add("curves", "consensus")
 def curves(job: dict, frame: pd.DataFrame):
-    """Per experiment, `metric` against the round: the mean over seeds and a band of ± one std (Figs. 6, 7, 10)."""
     s = job["report"]
-    scale = 100.0 if s["metric"] in PERCENT_METRICS else 1.0
-    values = tidy.sampled(frame, s["metric"], s["sample_every"]).merge(
-        frame.drop_duplicates(tidy.RUN).assign(legend=_legend_labels)[[*tidy.RUN, "label", "legend"]], on=tidy.RUN)
-    values["value"] *= scale
-    fig, axes = _panels(len(s["experiments"]))
+    runs = frame.drop_duplicates(tidy.RUN)  # "† diverged" for an algorithm with a diverged run in that experiment
+    diverged = runs.groupby(["experiment", "algorithm"])["diverged_at"].transform(lambda c: c.notna().any())
+    runs = runs.assign(legend=runs["label"] + np.where(diverged, " † diverged", ""))[[*tidy.RUN, "label", "legend"]]
+    values = tidy.sampled(frame, s["metric"], s["sample_every"]).merge(runs, on=tidy.RUN)
+    values["value"] *= 100.0 if s["metric"] in PERCENT_METRICS else 1.0
+    fig, axes = _panels(len(s["experiments"]), job=job)
     for ax, experiment in zip(axes[0], s["experiments"]):
         part = values[values["experiment"] == experiment]
         if len(part):
@@ -142,15 +133,13 @@ def curves(job: dict, frame: pd.DataFrame):
         if s["log_y"]:
             ax.set_yscale("log")
         ax.set(title=_experiment_title(frame, experiment), xlabel="round", ylabel=metric_label(s["metric"]))
-    fig.suptitle(title(job))
     data = tidy.over_seeds(values, ["experiment", "algorithm", "label", "round"]).assign(metric=s["metric"])
     return fig, data.drop(columns="finite")
 
 
 @BUILDERS.add("k_sweep")
 def k_sweep(job: dict, frame: pd.DataFrame):
-    """Figs. 8/9 and 11/12: final test accuracy (last-N average) and rounds to reach a target accuracy against k;
-    one line for the reported model and, for local-copy algorithms, one for the server model x^t."""
+    """One line for the reported model and, for local-copy algorithms, one for the server model x^t."""
     s = job["report"]
     parameter, target = s["parameter"], s["target"]
     finals = tidy.window_mean(frame, "test_acc", s["last_n"])
@@ -161,10 +150,9 @@ def k_sweep(job: dict, frame: pd.DataFrame):
     runs = runs.rename(columns={f"algorithm.{parameter}": parameter}).assign(
         model=np.where(runs["algorithm"].map(tidy.is_server_row), "server model x^t", "reported model"),
         accuracy=100 * runs["value"])
-    fig, axes = _panels(len(s["experiments"]), rows=2)
-    for column, experiment in enumerate(s["experiments"]):
+    fig, axes = _panels(len(s["experiments"]), rows=2, job=job)
+    for (top, bottom), experiment in zip(axes.T, s["experiments"]):
         part = runs[runs["experiment"] == experiment]
-        top, bottom = axes[0][column], axes[1][column]
         _group_lines(top, part, parameter, "accuracy", style="model", marker="o")
         top.legend(title="model")
         if part["reached"].notna().any():
@@ -179,7 +167,6 @@ def k_sweep(job: dict, frame: pd.DataFrame):
             ax.set_xlabel({"k": "interpolation coefficient k"}.get(parameter, parameter))
         top.set(title=_experiment_title(frame, experiment), ylabel=f"test accuracy (%), last {s['last_n']} rounds")
         bottom.set_ylabel(f"rounds to {100 * target:g}% test accuracy")
-    fig.suptitle(title(job))
     by = ["experiment", "algorithm", "label", parameter]
     accuracy = tidy.over_seeds(runs.assign(value=runs["accuracy"]), by)
     rounds = tidy.over_seeds(runs.assign(value=runs["reached"]), by)
@@ -192,8 +179,7 @@ def k_sweep(job: dict, frame: pd.DataFrame):
 
 @BUILDERS.add("grid")
 def grid(job: dict, frame: pd.DataFrame):
-    """Fig. 3: train and test accuracy (last-N average, mean ± std over seeds) against attribute x, one line per
-    hue (and per algorithm when there are several)."""
+    """One line per hue (and per algorithm when there are several)."""
     s = job["report"]
     x, hue = s["x"], s["hue"]
     runs = frame.drop_duplicates(tidy.RUN)[[*tidy.RUN, "label", x, hue]]
@@ -201,7 +187,7 @@ def grid(job: dict, frame: pd.DataFrame):
                         for m in ("train_acc", "test_acc")], ignore_index=True)
     values["value"] *= 100
     values["series"] = [attribute_label(hue, v) for v in values[hue]]
-    fig, axes = _panels(2)
+    fig, axes = _panels(2, job=job)
     many = values["algorithm"].nunique() > 1
     for ax, metric in zip(axes[0], ("train_acc", "test_acc")):
         _group_lines(ax, values[values["metric"] == metric], x, "value", hue="series", style="label" if many else None,
@@ -209,14 +195,11 @@ def grid(job: dict, frame: pd.DataFrame):
         ax.legend(title=hue, fontsize=8)
         ax.set(xlabel=attribute_label(x, "").rstrip(" =") or x, ylabel=metric_label(metric),
                title=f"{metric_label(metric).removesuffix(' (%)')}, last {s['last_n']} rounds")
-    fig.suptitle(title(job))
     return fig, tidy.over_seeds(values, ["experiment", "algorithm", "label", x, hue, "metric"]).drop(columns="finite")
 
 
 @BUILDERS.add("fast_ratio")
 def fast_ratio(job: dict, frame: pd.DataFrame):
-    """FAST: test accuracy (the last `last` evaluations, mean ± std) against Ratio, one panel per experiment;
-    algorithms without snapshot rounds sit at Ratio = 100%."""
     s = job["report"]
     keys = ["experiment", "algorithm"]
     accuracy = tidy.over_seeds(tidy.last_values(frame, "test_acc", s["last"]), keys, 100)
@@ -226,7 +209,7 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
         how="left").merge(ratio.rename(columns={"mean": "ratio"})[[*keys, "ratio"]], on=keys, how="left")
     data = data.assign(snapshots=np.isfinite(data["ratio"]), ratio=data["ratio"].fillna(100.0))
     colors = _tab10(data["label"])
-    fig, axes = _panels(len(s["experiments"]))
+    fig, axes = _panels(len(s["experiments"]), job=job)
     for ax, experiment in zip(axes[0], s["experiments"]):
         for r in data[data["experiment"] == experiment].itertuples():
             ax.errorbar([r.ratio], [r.acc_mean], yerr=[r.acc_std], marker="o" if r.snapshots else "s", capsize=3,
@@ -234,22 +217,19 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
         ax.set(title=_experiment_title(frame, experiment), xlabel="Ratio: rounds with arbitrary participation (%)",
                ylabel=f"test accuracy (%), last {s['last']} evaluations")
         ax.legend(title="algorithm", fontsize=7, loc="best")
-    fig.suptitle(title(job))
     return fig, data
 
 
 @BUILDERS.add("fast_q")
 def fast_q(job: dict, frame: pd.DataFrame):
-    """Adaptive FAST: q_t (top) and its signal acc_t (bottom) against the round, one line per seed (a mean over seeds
-    would hide a seed whose q never leaves 0), snapshot rounds marked, one column per experiment."""
+    """One line per seed: a mean over seeds would hide a seed whose q never leaves 0."""
     s = job["report"]
     columns = [c for c in ("q", "q_signal", "snapshot") if c in frame]
     data = frame[[*tidy.RUN, "label", "round", *columns]].reset_index(drop=True)
-    fig, axes = _panels(len(s["experiments"]), width=7.5, rows=2, height=3.0)
-    for column, experiment in enumerate(s["experiments"]):
+    fig, axes = _panels(len(s["experiments"]), width=7.5, rows=2, height=3.0, job=job, wrap=True)
+    for (top, bottom), experiment in zip(axes.T, s["experiments"]):
         part = data[data["experiment"] == experiment].assign(signal=lambda d: 100 * d.get("q_signal", np.nan),
                                                             seed=lambda d: d["seed"].astype(str))
-        top, bottom = axes[0][column], axes[1][column]
         if len(part):
             _group_lines(top, part, "round", "q", hue="label", style="seed", aggregate=False, lw=1.0)
             _group_lines(bottom, part, "round", "signal", hue="label", style="seed", aggregate=False, legend=False,
@@ -259,7 +239,6 @@ def fast_q(job: dict, frame: pd.DataFrame):
             top.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         top.set(title=_experiment_title(frame, experiment), xlabel="", ylabel="q_t")
         bottom.set(xlabel="round", ylabel="acc_t (%)")
-    fig.suptitle(title(job), wrap=True)
     return fig, data
 
 
@@ -286,14 +265,11 @@ def experiment_figure(job: dict, frame: pd.DataFrame):
 
 @BUILDERS.add("toy_heterogeneity")
 def toy_heterogeneity(job: dict, frame=None):
-    """Fig. 2 (Example 1): |lim E x^t − x*| of FedAvg over (p1, p2), exact."""
-    from fedavail.report import toy
-
     s = job["report"]
     u1, u2 = s["u"]
     grid_values = np.linspace(0.0, 1.0, s["resolution"])
     p1, p2 = np.meshgrid(grid_values, grid_values)
-    fig, axes = _panels(len(s["weightings"]), width=4.8, height=4.0)
+    fig, axes = _panels(len(s["weightings"]), width=4.8, height=4.0, job=job)
     records = []
     for ax, weighting in zip(axes[0], s["weightings"]):
         bias = toy.heterogeneity_bias(grid_values, u1, u2, weighting)
@@ -304,22 +280,17 @@ def toy_heterogeneity(job: dict, frame=None):
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
         records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(),
                                      "bias": bias.ravel()}))
-    fig.suptitle(title(job))
     return fig, pd.concat(records, ignore_index=True)
 
 
 @BUILDERS.add("toy_interpolation")
 def toy_interpolation(job: dict, frame=None):
-    """Fig. 5: FedSWE on two alternating scalar clients, exact; gradient ∇F(x^t) and consensus error per k."""
-    from fedavail.report import toy
-
     s = job["report"]
-    fig, axes = _panels(len(s["k"]), width=4.5, height=3.2, rows=2)
+    fig, axes = _panels(len(s["k"]), width=4.5, height=3.2, rows=2, job=job)
     records = []
-    for column, k in enumerate(s["k"]):
+    for (top, bottom), k in zip(axes.T, s["k"]):
         result = toy.fedswe_alternating(k, s["u"], s["rounds"], s["lr"], s["local_steps"], s["global_lr"])
         steady = toy.alternating_steady_bias(k, s["u"], s["lr"], s["local_steps"], s["global_lr"])
-        top, bottom = axes[0][column], axes[1][column]
         # x^{t+1} after client 1's (even) and client 2's (odd) rounds, as the paper's two curves
         for client in (0, 1):
             top.plot(result["round"][client::2], result["gradient"][client::2], lw=1.2,
@@ -331,6 +302,5 @@ def toy_interpolation(job: dict, frame=None):
         bottom.set(title=f"k = {k:g}: consensus error", xlabel="round", ylabel="(1/2) Σ (x_i − x̄)²")
         records.append(pd.DataFrame({"k": k, **{c: result[c] for c in ("round", "x", "gradient", "consensus")},
                                      "steady_bias": steady}))
-    fig.suptitle(title(job))
     return fig, pd.concat(records, ignore_index=True)
 

@@ -1,9 +1,6 @@
-"""One tidy frame of runs: a row per run × round, the run's settings as columns beside every metric it logged.
-
-The settings (algorithm_name, `algorithm.<hyperparameter>` with defaults filled in, `training.local.<key>`) are read
-from the resolved spec each run's summary.json carries, never re-derived from the config; beside them the experiment
-attributes of fedavail.plan.reports.ATTRIBUTES, last_n, seed and the run's SUMMARY. Every table, figure and claim is a
-filter, groupby or pivot of it; `over_seeds` is the one place a mean ± std over seeds is taken."""
+"""One tidy frame of runs: a row per run × round, the run's settings as columns beside every metric it logged. The
+settings are read from the resolved spec each run's summary.json carries, never re-derived from the config. Every
+table, figure and claim is a filter, groupby or pivot of it; `over_seeds` is the one place a mean ± std is taken."""
 
 import json
 from pathlib import Path
@@ -43,7 +40,8 @@ def algorithm_settings(spec: dict) -> dict:
 
 
 def load(job: dict, run_dirs) -> pd.DataFrame:
-    """The tidy frame of these runs of the job (a fedavail.plan.reports job spec)."""
+    """The tidy frame of these runs of the job: every metric, algorithm_name, `algorithm.<hyperparameter>` (defaults
+    filled in), `training.local.<key>`, the experiment's ATTRIBUTES and last_n, seed and the run's SUMMARY."""
     experiments = {name: {**attributes(name, info["partition"], full_trace_spec(info["trace"]), info["training"]),
                           "last_n": info["training"]["last_n"]} for name, info in job["experiments"].items()}
     frames = []
@@ -59,9 +57,6 @@ def load(job: dict, run_dirs) -> pd.DataFrame:
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*RUN, "round"])
     frame["diverged_at"] = frame.get("diverged_at", pd.Series(dtype=float)).astype("float64")
     return frame
-
-
-# ---------------------------------------------------------------- the report's view: scored model, labels, order
 
 
 def is_server_row(algorithm) -> bool:
@@ -108,9 +103,6 @@ def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(identity=column.map(identity), label=column.map(lambda a: per_algorithm[a][0]),
                         group=column.map(lambda a: per_algorithm[a][1]),
                         order=column.map(lambda a: per_algorithm[a][2]))
-
-
-# ---------------------------------------------------------------- statistics
 
 
 def window_mean(frame: pd.DataFrame, column: str, last_n=None) -> pd.DataFrame:

@@ -1,7 +1,5 @@
-"""The table kinds, each a groupby or pivot of the report's view of the tidy frame (fedavail.report.frame.view).
-
-Every builder takes the job spec and that frame and returns the table to print, its numbers in long form (the CSV:
-one row per cell, which fedavail.report.compare matches with the published values)."""
+"""The table kinds, each a groupby or pivot of the report's view of the tidy frame (fedavail.report.frame.view),
+returned with its numbers in long form (the CSV: one row per cell, which fedavail.report.compare matches)."""
 
 import numpy as np
 import pandas as pd
@@ -66,11 +64,9 @@ def _grouped_rows(table: TextTable, table_cells: pd.DataFrame, by: list[str], ke
 
 @BUILDERS.add("fedswe_table", "sweep")
 def accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
-    """FedSWE Table 2 (kind fedswe_table: row blocks by `blocks`, columns by `columns`) and Tables 8/9 (kind sweep:
-    columns by `parameter`): train and test accuracy, mean ± std over seeds of each run's last-N-round average."""
+    """fedswe_table: row blocks by `blocks`, columns by `columns`; sweep: columns by `parameter`."""
     s = job["report"]
-    column_attr = s["parameter"] if s["kind"] == "sweep" else s["columns"]
-    block_attr = None if s["kind"] == "sweep" else s["blocks"]
+    column_attr, block_attr = (s["parameter"], None) if s["kind"] == "sweep" else (s["columns"], s["blocks"])
     values = pd.concat([tidy.window_mean(frame, m, s["last_n"]).assign(metric=m) for m in ("train_acc", "test_acc")])
     table_cells = cells(frame, values)
     table_cells["column"] = table_cells[column_attr]
@@ -110,8 +106,6 @@ def _targets(job: dict, frame: pd.DataFrame, experiment: str) -> tuple[list[floa
 
 @BUILDERS.add("rounds_to_target")
 def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
-    """FedSWE Table 7: the first round at which the mean test accuracy over seeds, sampled every `sample_every`
-    rounds, reaches each target accuracy; "—" when it never does."""
     every = job["report"]["sample_every"]
     curve = tidy.sampled(frame, "test_acc", every).groupby(["experiment", "algorithm", "round"], sort=False)[
         "value"].mean().reset_index()
@@ -119,18 +113,16 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
     for experiment in job["report"]["experiments"]:
         targets, how = _targets(job, frame, experiment)
         notes.append(f"{experiment}: targets {', '.join(f'{100 * t:g}%' for t in targets) or 'none'} ({how}).")
-        dataset = frame.loc[frame["experiment"] == experiment, "dataset"].iloc[0]
         runs = frame[frame["experiment"] == experiment].drop_duplicates(tidy.RUN)
         experiment_curve = curve[curve["experiment"] == experiment]
         for target in targets:
             columns.append((experiment, f"rounds_to_{100 * target:g}"))
-            headers.append(f"{attribute_label('dataset', dataset)} {100 * target:g}%")
+            headers.append(f"{attribute_label('dataset', runs['dataset'].iloc[0])} {100 * target:g}%")
             reached = tidy.first_reaching(experiment_curve, target, ["algorithm"])
             records.append(runs.assign(value=runs["algorithm"].map(reached), metric=columns[-1][1], target=target))
     values = pd.concat(records, ignore_index=True) if records else frame.iloc[0:0].assign(value=[], metric=[])
-    table_cells = cells(frame, values, 1.0)
-    table_cells = table_cells.merge(values.drop_duplicates(["experiment", "metric"])[
-        ["experiment", "metric", "target"]], on=["experiment", "metric"])
+    targets = values.drop_duplicates(["experiment", "metric"])[["experiment", "metric", "target"]]
+    table_cells = cells(frame, values, 1.0).merge(targets, on=["experiment", "metric"])
     description = (f"First round at which the test accuracy, averaged over seeds and sampled every {every} "
                    "rounds, reaches each target; — when it never does.")
     table = TextTable(title(job), description, ["algorithm", *headers])
@@ -142,8 +134,7 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
 
 @BUILDERS.add("fast_table")
 def fast_table(job: dict, frame: pd.DataFrame) -> tuple:
-    """FAST style: A ± B = mean and std of the last `last` evaluated test accuracies (of every seed, pooled) and
-    Ratio = rounds with arbitrary participation / total rounds (mean over seeds), one row per experiment."""
+    """A ± B pools the last `last` evaluated test accuracies of every seed; Ratio is a mean over seeds."""
     s = job["report"]
     accuracy = tidy.last_values(frame, "test_acc", s["last"]).assign(metric="test_acc")
     ratio = tidy.arbitrary_ratio(frame).assign(metric="ratio")
@@ -205,8 +196,7 @@ def memory_table(job: dict, frame: pd.DataFrame) -> tuple:
 
 @BUILDERS.add("experiment")
 def experiment_table(job: dict, frame: pd.DataFrame) -> tuple:
-    """An experiment's table: test accuracy of the server model, mean ± std over seeds of the last-N-round
-    average, per algorithm (fractions in the CSV, percent in the Markdown)."""
+    """Fractions in the CSV, percent in the Markdown."""
     last_n = job["report"]["last_n"]
     values = pd.concat([tidy.window_mean(frame, m, last_n).assign(metric=m) for m in ("test_acc", "train_acc")])
     by_metric = {m: part.set_index("algorithm") for m, part in cells(frame, values, 1.0).groupby("metric")}

@@ -13,7 +13,7 @@ from fedavail.plan.local import LocalOptions
 from fedavail.plan.options import REQUIRED, key_table
 from fedavail.plan.partitions import SCHEMES_DRAWING_NU
 from fedavail.plan.reports import Report, parse_reports
-from fedavail.plan.traces import TRACE_MODELS, check_trace_for, records_prob
+from fedavail.plan.traces import TRACE_MODELS, check_trace_for, resolve_trace
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...), file names and part of shell commands: letters,
 # digits and . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter), and
@@ -179,7 +179,7 @@ def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, alg
     if budget is not None and clients is not None and budget > clients:
         raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
                           f"of experiment {experiment!r}")
-    if options.needs_prob() and not records_prob(trace):
+    if options.needs_prob() and not resolve_trace(trace).records_prob():
         raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace {trace_name!r} "
                           f"(model {trace['model']!r}, distribution {trace.get('distribution')!r}) does not record "
                           f"(experiment {experiment!r})")

@@ -60,15 +60,11 @@ class StrictLoader(yaml.SafeLoader):
                                   f"(a structure containing itself); remove the alias")
             return sizes[id(node)]
         sizes[id(node)] = None
-        if isinstance(node, yaml.SequenceNode):
-            size = 1 + sum(self._expanded_size(item, sizes) for item in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            size = 1 + sum(self._expanded_size(key, sizes) + self._expanded_size(value, sizes)
-                           for key, value in node.value)
-        else:
-            size = 1
-        sizes[id(node)] = size
-        return size
+        # A sequence's value is its items, a mapping's its (key, value) pairs, a scalar's its text.
+        items = node.value if isinstance(node, yaml.CollectionNode) else ()
+        sizes[id(node)] = 1 + sum(self._expanded_size(child, sizes) for item in items
+                                  for child in (item if isinstance(item, tuple) else (item,)))
+        return sizes[id(node)]
 
     def construct_mapping(self, node, deep=False):
         seen = {}

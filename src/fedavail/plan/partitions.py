@@ -11,7 +11,7 @@ follow the remaining class pool sizes instead. Each pass either satisfies everyo
 passes run.
 """
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import ClassVar
 
@@ -197,11 +197,6 @@ def resolve_partition(spec: dict) -> Scheme:
     """A partition spec (`scheme` and its settings, no `dataset`) checked, as its scheme's dataclass; raise
     ValueError naming the offending key."""
     return resolve_variant(spec, PARTITION_SCHEMES, "scheme", WHAT, "partition")
-
-
-def full_partition_spec(spec: dict) -> dict:
-    """The spec with every default filled in, `scheme` first."""
-    return {"scheme": spec["scheme"], **asdict(resolve_partition(spec))}
 
 
 def _dirichlet(labels, rng, num_classes, m, alpha, allocation, multinomial=False):

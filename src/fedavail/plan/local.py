@@ -102,8 +102,11 @@ def _check(o: LocalOptions, where: str) -> None:
     for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("optimizer_state", OPTIMIZER_STATES)):
         if getattr(o, name) not in allowed:
             raise ValueError(f"{where}.{name}: must be one of {list(allowed)}, got {getattr(o, name)!r}")
-    for name in ("lr", "eps", "gamma", "weight_decay", "momentum"):
-        _positive(getattr(o, name), name, where, allow_zero=name in ("weight_decay", "momentum"))
+    _positive(o.lr, "lr", where)
+    _positive(o.eps, "eps", where)
+    _positive(o.gamma, "gamma", where)
+    _positive(o.weight_decay, "weight_decay", where, allow_zero=True)
+    _positive(o.momentum, "momentum", where, allow_zero=True)
     if o.momentum >= 1:
         raise ValueError(f"{where}.momentum: must be < 1, got {o.momentum!r}")
     if len(o.betas) != 2:

@@ -72,10 +72,6 @@ class TraceModel:
                              f"lower it")
         if self.partition is not None and not isinstance(self.partition, str):
             raise ValueError(f"{WHAT} 'partition' must name a partition, got {self.partition!r}")
-        self.check()
-
-    def check(self) -> None:
-        """The model's own settings beyond each one's `check`."""
 
     def check_for(self, num_clients: int) -> None:
         """The model's own settings that depend on the client count m: per-client lists of length m."""
@@ -134,7 +130,6 @@ class FedSWETrace(TraceModel):
         else:
             mix = part.label_hist / np.maximum(part.sizes, 1)[:, None]
         num_classes = mix.shape[1]
-        # Φ_c = 1 for the first half of the classes, 0.5 for the rest (Appendix H.2)
         phi_max = (np.where(np.arange(num_classes) < num_classes // 2, 1.0, 0.5) if self.phi_max is None
                    else np.asarray(self.phi_max, float))
         if phi_max.shape != (num_classes,):
@@ -166,7 +161,8 @@ class FastTrace(TraceModel):
                                choices=FAST_DISTRIBUTIONS)
     fraction: float = option(0.1, "the cohort's share of the clients, in (0, 1]")
 
-    def check(self) -> None:
+    def __post_init__(self):
+        super().__post_init__()
         if not is_number(self.fraction) or not 0 < self.fraction <= 1:
             raise ValueError(f"{WHAT} 'fraction' must be in (0, 1], got {self.fraction!r}")
 
@@ -223,7 +219,8 @@ class MarkovTrace(TraceModel):
     p_off: float | list = option(doc="P(on → off), one probability or one per client",
                                  check=partial(check_probabilities, allow_list=True))
 
-    def check(self) -> None:
+    def __post_init__(self):
+        super().__post_init__()
         p_on, p_off = np.asarray(self.p_on, float), np.asarray(self.p_off, float)
         if p_on.ndim and p_off.ndim and p_on.shape != p_off.shape:
             raise ValueError(f"{WHAT} 'p_off' has {p_off.size} values but 'p_on' has {p_on.size}")

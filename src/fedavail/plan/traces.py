@@ -14,7 +14,6 @@ from fedavail.plan.options import (Registry, check_fields, check_int, check_prob
                                    resolve_variant)
 
 WHAT = "trace spec key"
-FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
 BERNOULLI_DYNAMICS = ("stationary", "staircase", "sine")
 # FAST's skewed index distributions (RogerRogerUSC/FAST `shared/client_sampling.py`): a client index is ⌊m·Z⌋.
 SKEWED_DISTRIBUTIONS = {
@@ -22,7 +21,6 @@ SKEWED_DISTRIBUTIONS = {
     "gamma": lambda rng, size: rng.gamma(shape=10.0, scale=0.01, size=size),
     "weibull": lambda rng, size: rng.weibull(10.0, size) / 1.2,
 }
-FAST_DISTRIBUTIONS = ("uniform", *SKEWED_DISTRIBUTIONS)
 # Index draws per cohort slot in a round's first block; a short block is redrawn 4x larger, up to a cap on the draws
 # held at once (bounds memory, and ends the search when the distribution cannot give n distinct indices).
 _DRAWS_PER_SLOT = 8
@@ -104,7 +102,7 @@ class FedSWETrace(TraceModel):
     NEEDS_PARTITION = True
 
     dynamics: str = option("stationary", "f(t): stationary 1, staircase, sine, or two_group windows (§7.1)",
-                           choices=FEDSWE_DYNAMICS)
+                           choices=(*BERNOULLI_DYNAMICS, "two_group"))
     phi_max: list | None = option(None, "Φ_c per class; null: 1 for the first half of the classes, 0.5 for the rest",
                                   check=partial(check_someone_available, per="class"))
     period: int = option(20, _PERIOD, check=check_int)
@@ -158,7 +156,7 @@ class FastTrace(TraceModel):
     DYNAMICS_SETTING = "distribution"
 
     distribution: str = option(doc="uniform, or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2",
-                               choices=FAST_DISTRIBUTIONS)
+                               choices=("uniform", *SKEWED_DISTRIBUTIONS))
     fraction: float = option(0.1, "the cohort's share of the clients, in (0, 1]")
 
     def __post_init__(self):

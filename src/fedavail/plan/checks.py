@@ -13,7 +13,7 @@ from fedavail.plan.local import LocalOptions
 from fedavail.plan.options import REQUIRED, key_table
 from fedavail.plan.partitions import SCHEMES_DRAWING_NU
 from fedavail.plan.reports import Report, parse_reports
-from fedavail.plan.traces import TRACE_MODELS, check_trace_for, records_prob
+from fedavail.plan.traces import TRACE_MODELS, check_trace_for, resolve_trace
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...), file names and part of shell commands: letters,
 # digits and . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter), and
@@ -167,22 +167,16 @@ def check_combinations(config: dict, traces: dict[str, dict], algorithms: dict[s
         if samples is not None and batch_size > samples:
             raise ConfigError(f"experiments.{name}.training.local.batch_size: {batch_size} samples per minibatch, "
                               f"but {dataset} has only {samples} training samples; lower it")
+        trace = traces[experiment["trace"]]
         for algorithm in experiment["algorithms"]:
-            _check_algorithm_on_trace(name, experiment["trace"], traces[experiment["trace"]], algorithm,
-                                      algorithms[algorithm])
-
-
-def _check_algorithm_on_trace(experiment: str, trace_name: str, trace: dict, algorithm: str,
-                              options: AlgorithmOptions) -> None:
-    clients = trace.get("num_clients")
-    budget = getattr(options, "clients_per_round", None)
-    if budget is not None and clients is not None and budget > clients:
-        raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
-                          f"of experiment {experiment!r}")
-    if options.needs_prob() and not records_prob(trace):
-        raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace {trace_name!r} "
-                          f"(model {trace['model']!r}, distribution {trace.get('distribution')!r}) does not record "
-                          f"(experiment {experiment!r})")
+            budget, clients = getattr(algorithms[algorithm], "clients_per_round", None), trace["num_clients"]
+            if budget is not None and clients is not None and budget > clients:
+                raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
+                                  f"of experiment {name!r}")
+            if algorithms[algorithm].needs_prob() and not resolve_trace(trace).records_prob():
+                raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace "
+                                  f"{experiment['trace']!r} (model {trace['model']!r}, distribution "
+                                  f"{trace.get('distribution')!r}) does not record (experiment {name!r})")
 
 
 def parse_checked_reports(config: dict) -> dict[str, Report]:

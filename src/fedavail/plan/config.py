@@ -3,10 +3,10 @@ default is a changed job; fedavail.plan.plan calls each once per entry), a run, 
 ConfigError, the error every config check raises (fedavail.plan.checks)."""
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from fedavail.plan.local import resolve_local
-from fedavail.plan.partitions import full_partition_spec
+from fedavail.plan.partitions import resolve_partition
 from fedavail.plan.paths import RUN_DIR, path
 from fedavail.plan.traces import full_trace_spec
 
@@ -60,7 +60,7 @@ def partition_spec(config: dict, name: str) -> dict:
     """What a partition job depends on: its dataset and its scheme's settings, every default filled in (a changed
     default is a changed job)."""
     spec = config["partitions"][name]
-    return {"dataset": spec["dataset"], **full_partition_spec(without(spec, "dataset"))}
+    return {"dataset": spec["dataset"], "scheme": spec["scheme"], **asdict(resolve_partition(without(spec, "dataset")))}
 
 
 def stated_trace(config: dict, name: str) -> dict:

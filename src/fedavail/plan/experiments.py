@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 
 from fedavail.plan.models import MODEL_NAMES
-from fedavail.plan.options import check_choices, is_number, option
+from fedavail.plan.options import check_fields, is_number, option
 
 DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
 # Rounds of a run or a trace: 5 times the longest paper run (20,000), days of training at seconds a round. A run
@@ -28,7 +28,7 @@ class AugmentationOptions:
         return self.crop_padding > 0 or self.horizontal_flip
 
     def __post_init__(self):
-        check_choices(self, "training.augmentation")
+        check_fields(self, "training.augmentation")
         _integers(self, 0, "crop_padding")
         if not isinstance(self.horizontal_flip, bool):
             raise ValueError(f"horizontal_flip: must be true or false, got {self.horizontal_flip!r}")

@@ -40,16 +40,13 @@ _AMBIGUOUS_TAG = "tag:fedavail,2024:ambiguous-number"
 
 
 class StrictLoader(yaml.SafeLoader):
-    def get_single_data(self):
-        node = self.get_single_node()
-        if node is None:
-            return None
+    def construct_document(self, node):
         nodes = self._expanded_size(node, {})
         if nodes > MAX_NODES:
             raise ConfigError(f"{self.name}: with its aliases (*name) expanded the document has {nodes:,} nodes, more "
                               f"than MAX_NODES = {MAX_NODES:,}; write repeated settings once (grids, algorithm sets) "
                               f"instead of aliases of aliases")
-        return self.construct_document(node)
+        return super().construct_document(node)
 
     def _expanded_size(self, node, sizes: dict) -> int:
         """Nodes under `node` with every alias expanded; memoised per node (an alias is the node it names), so a tree
@@ -60,15 +57,11 @@ class StrictLoader(yaml.SafeLoader):
                                   f"(a structure containing itself); remove the alias")
             return sizes[id(node)]
         sizes[id(node)] = None
-        if isinstance(node, yaml.SequenceNode):
-            size = 1 + sum(self._expanded_size(item, sizes) for item in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            size = 1 + sum(self._expanded_size(key, sizes) + self._expanded_size(value, sizes)
-                           for key, value in node.value)
-        else:
-            size = 1
-        sizes[id(node)] = size
-        return size
+        # A sequence's value is its items, a mapping's its (key, value) pairs, a scalar's its text.
+        items = node.value if isinstance(node, yaml.CollectionNode) else ()
+        sizes[id(node)] = 1 + sum(self._expanded_size(child, sizes) for item in items
+                                  for child in (item if isinstance(item, tuple) else (item,)))
+        return sizes[id(node)]
 
     def construct_mapping(self, node, deep=False):
         seen = {}
@@ -88,9 +81,8 @@ class StrictLoader(yaml.SafeLoader):
                           f"(10), or quote it for a string ('010')")
 
 
-_REPLACED = ("tag:yaml.org,2002:float", "tag:yaml.org,2002:int")
-StrictLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _REPLACED]
+StrictLoader.yaml_implicit_resolvers = {  # YAML 1.1's floats and integers replaced
+    first: [(tag, regexp) for tag, regexp in resolvers if not tag.endswith((":float", ":int"))]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))

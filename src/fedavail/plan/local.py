@@ -86,6 +86,9 @@ def resolve_local(local: dict | None, algorithm_lr: float | None, where: str) ->
                 raise ValueError(f"{where}.{key}: must be a list, got {values[key]!r}")
             values[key] = tuple(values[key])
     options = LocalOptions(**values)
+    for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("optimizer_state", OPTIMIZER_STATES)):
+        if getattr(options, name) not in allowed:
+            raise ValueError(f"{where}.{name}: must be one of {list(allowed)}, got {getattr(options, name)!r}")
     _check(options, where)
     return options
 
@@ -99,14 +102,8 @@ def _positive(value, name: str, where: str, integer: bool = False, allow_zero: b
 
 
 def _check(o: LocalOptions, where: str) -> None:
-    for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("optimizer_state", OPTIMIZER_STATES)):
-        if getattr(o, name) not in allowed:
-            raise ValueError(f"{where}.{name}: must be one of {list(allowed)}, got {getattr(o, name)!r}")
-    _positive(o.lr, "lr", where)
-    _positive(o.eps, "eps", where)
-    _positive(o.gamma, "gamma", where)
-    _positive(o.weight_decay, "weight_decay", where, allow_zero=True)
-    _positive(o.momentum, "momentum", where, allow_zero=True)
+    for name in ("lr", "eps", "gamma", "weight_decay", "momentum"):
+        _positive(getattr(o, name), name, where, allow_zero=name in ("weight_decay", "momentum"))
     if o.momentum >= 1:
         raise ValueError(f"{where}.momentum: must be < 1, got {o.momentum!r}")
     if len(o.betas) != 2:

@@ -9,9 +9,10 @@ from dataclasses import MISSING, field, fields
 REQUIRED = "required"  # the default of a key that has none (check_keys)
 
 
-def option(default=MISSING, doc: str = "", *, choices: tuple = ()):
-    """A setting: its default (none: required), what it means (docs/configuration.md), its allowed values."""
-    metadata = {"doc": doc, "choices": tuple(choices)}
+def option(default=MISSING, doc: str = "", *, choices: tuple = (), check=None):
+    """A setting: its default (none: required), what it means (docs/configuration.md), its allowed values, and
+    `check(value, key, what)`, raising ValueError for a bad value (check_fields; a null default may stay null)."""
+    metadata = {"doc": doc, "choices": tuple(choices), "check": check}
     if isinstance(default, dict | list):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -37,12 +38,14 @@ def key_table(cls) -> dict:
     return {f.name: REQUIRED if default_of(f) is MISSING else default_of(f) for f in fields(cls)}
 
 
-def check_choices(options, what: str) -> None:
-    """Raise ValueError naming the first field whose value is not one of its declared choices."""
+def check_fields(options, what: str) -> None:
+    """Raise ValueError naming the first field whose value is not one of its declared choices or fails its check."""
     for f in fields(options):
         value = getattr(options, f.name)
         if f.metadata.get("choices") and value not in f.metadata["choices"]:
             raise ValueError(f"{what} {f.name!r}: {value!r} is not one of {f.metadata['choices']}")
+        if f.metadata.get("check") and not (value is None and f.default is None):
+            f.metadata["check"](value, f.name, what)
 
 
 def has_type(value, hint) -> bool:
@@ -81,12 +84,12 @@ def is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_int(value, key: str, minimum: int, what: str) -> None:
+def check_int(value, key: str, what: str, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{what} {key!r} must be an integer >= {minimum}, got {value!r}")
 
 
-def check_probabilities(value, key: str, allow_list: bool, what: str) -> None:
+def check_probabilities(value, key: str, what: str, allow_list: bool = False) -> None:
     values = value if allow_list and isinstance(value, list | tuple) else [value]
     if not values or not all(is_number(v) and 0 <= v <= 1 for v in values):
         kind = "a probability in [0, 1]" + (" or a list of them" if allow_list else "")

@@ -11,12 +11,13 @@ follow the remaining class pool sizes instead. Each pass either satisfies everyo
 passes run.
 """
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
 
-from fedavail.plan.options import Registry, check_choices, check_int, is_number, option, resolve_variant
+from fedavail.plan.options import Registry, check_fields, check_int, is_number, option, resolve_variant
 
 WHAT = "partition spec key"
 ALLOCATIONS = ("equal", "class_proportional")
@@ -29,6 +30,9 @@ _ALLOCATION = ("equal: client sizes N/m, per-class counts rounded from ν_i·n_i
 @dataclass(frozen=True, kw_only=True)
 class Scheme:
     DRAWS_NU: ClassVar[bool] = False  # whether it draws a class mix ν_i per client (the fedswe trace model reads it)
+
+    def __post_init__(self):
+        check_fields(self, WHAT)
 
     def for_classes(self, num_classes: int) -> "Scheme":
         """The settings whose default depends on the dataset's number of classes, filled in."""
@@ -49,10 +53,10 @@ class DirichletScheme(Scheme):
     alpha: float = option(doc="Dirichlet concentration α (smaller: more heterogeneous clients)")
 
     def __post_init__(self):
-        check_int(self.num_clients, "num_clients", self.MIN_CLIENTS, WHAT)
+        check_int(self.num_clients, "num_clients", WHAT, self.MIN_CLIENTS)
         if not is_number(self.alpha) or self.alpha <= 0:
             raise ValueError(f"{WHAT} 'alpha' must be a positive number, got {self.alpha!r}")
-        check_choices(self, WHAT)
+        super().__post_init__()
 
 
 @PARTITION_SCHEMES.add("client_dirichlet")
@@ -85,15 +89,10 @@ class HeteroDirichlet(DirichletScheme):
     """Per class, shares ~ Dir(α·1_m) over the clients, retried until every client holds min_size samples (FedLab's
     hetero_dir_partition, FAST's Fashion-MNIST code)."""
 
-    min_size: int | None = option(None, "samples every client holds at least; null: the number of classes")
+    min_size: int | None = option(None, "samples every client holds at least; null: the number of classes",
+                                  check=partial(check_int, minimum=0))
     max_retries: int = option(1_000_000, "attempts before giving up with an error (FedLab retries forever; at α = 0.05 "
-                                         "with 100 clients about 1 in 20,000 passes)")
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.min_size is not None:
-            check_int(self.min_size, "min_size", 0, WHAT)
-        check_int(self.max_retries, "max_retries", 1, WHAT)
+                                         "with 100 clients about 1 in 20,000 passes)", check=check_int)
 
     def for_classes(self, num_classes: int) -> "HeteroDirichlet":
         return self if self.min_size is not None else replace(self, min_size=num_classes)  # FedLab's default
@@ -166,11 +165,8 @@ class TwoGroup(DirichletScheme):
 class Natural(Scheme):
     """One client per natural group (a Shakespeare role)."""
 
-    num_clients: int | None = option(None, "keep only this many groups, those with the most samples; null: all")
-
-    def __post_init__(self):
-        if self.num_clients is not None:
-            check_int(self.num_clients, "num_clients", 1, WHAT)
+    num_clients: int | None = option(None, "keep only this many groups, those with the most samples; null: all",
+                                     check=check_int)
 
     def split(self, labels, rng, num_classes, seed, groups):
         if groups is None:
@@ -201,11 +197,6 @@ def resolve_partition(spec: dict) -> Scheme:
     """A partition spec (`scheme` and its settings, no `dataset`) checked, as its scheme's dataclass; raise
     ValueError naming the offending key."""
     return resolve_variant(spec, PARTITION_SCHEMES, "scheme", WHAT, "partition")
-
-
-def full_partition_spec(spec: dict) -> dict:
-    """The spec with every default filled in, `scheme` first."""
-    return {"scheme": spec["scheme"], **asdict(resolve_partition(spec))}
 
 
 def _dirichlet(labels, rng, num_classes, m, alpha, allocation, multinomial=False):

@@ -4,16 +4,16 @@ Shapes: T rounds, m clients, n cohort size; probabilities are float64 [T, m], av
 FedSWE (arXiv 2609.04763 §7, Appendix H.2) and FAST's cohorts (OpenReview H3AUl3pnlu §3.2)."""
 
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
 
 from fedavail.plan.experiments import MAX_ROUNDS
-from fedavail.plan.options import (Registry, check_choices, check_int, check_probabilities, is_number, option,
+from fedavail.plan.options import (Registry, check_fields, check_int, check_probabilities, is_number, option,
                                    resolve_variant)
 
 WHAT = "trace spec key"
-FEDSWE_DYNAMICS = ("stationary", "staircase", "sine", "two_group")
 BERNOULLI_DYNAMICS = ("stationary", "staircase", "sine")
 # FAST's skewed index distributions (RogerRogerUSC/FAST `shared/client_sampling.py`): a client index is ⌊m·Z⌋.
 SKEWED_DISTRIBUTIONS = {
@@ -21,7 +21,6 @@ SKEWED_DISTRIBUTIONS = {
     "gamma": lambda rng, size: rng.gamma(shape=10.0, scale=0.01, size=size),
     "weibull": lambda rng, size: rng.weibull(10.0, size) / 1.2,
 }
-FAST_DISTRIBUTIONS = ("uniform", *SKEWED_DISTRIBUTIONS)
 # Index draws per cohort slot in a round's first block; a short block is redrawn 4x larger, up to a cap on the draws
 # held at once (bounds memory, and ends the search when the distribution cannot give n distinct indices).
 _DRAWS_PER_SLOT = 8
@@ -38,6 +37,14 @@ _LOW = "staircase: f(t) in the second half of each period"
 TRACE_MODELS = Registry(f"{WHAT} 'model'")
 
 
+def check_someone_available(value, key: str, what: str, per: str = "client") -> None:
+    """`value`: probabilities, one or a list, not all 0 (else no round would have participants)."""
+    check_probabilities(value, key, what, allow_list=True)
+    if not np.any(np.asarray(value, dtype=np.float64) > 0):
+        raise ValueError(f"{what} {key!r} is 0 for every {per}: no client is ever available; give some {per} a "
+                         f"probability above 0")
+
+
 @dataclass(frozen=True, kw_only=True)
 class TraceModel:
     """Settings of every model; num_clients, rounds and partition are the workflow's (a trace file has exactly the
@@ -49,27 +56,20 @@ class TraceModel:
     DYNAMICS_SETTING: ClassVar[str | None] = "dynamics"
 
     snapshot_size: int | None = option(None, "size of the pre-drawn uniform cohort of every round (FAST's snapshots); "
-                                       "null: round(0.1·m), the fast model: its cohort size")
-    num_clients: int | None = option(None, "m; null: the partition's num_clients")
+                                       "null: round(0.1·m), the fast model: its cohort size", check=check_int)
+    num_clients: int | None = option(None, "m; null: the partition's num_clients", check=check_int)
     rounds: int | None = option(None, f"rounds T the trace covers (at least the experiments' training.rounds, at "
-                                f"most {MAX_ROUNDS:,})")
+                                f"most {MAX_ROUNDS:,})", check=check_int)
     partition: str | None = option(None, "a partition under `partitions`: its clients (and, for the fedswe model, "
                                    "their class mixes ν_i)")
 
     def __post_init__(self):
-        for key in ("snapshot_size", "num_clients", "rounds"):
-            if getattr(self, key) is not None:
-                check_int(getattr(self, key), key, 1, WHAT)
+        check_fields(self, WHAT)
         if self.rounds is not None and self.rounds > MAX_ROUNDS:
             raise ValueError(f"{WHAT} 'rounds': {self.rounds:,} rounds, more than MAX_ROUNDS = {MAX_ROUNDS:,}; "
                              f"lower it")
         if self.partition is not None and not isinstance(self.partition, str):
             raise ValueError(f"{WHAT} 'partition' must name a partition, got {self.partition!r}")
-        check_choices(self, WHAT)
-        self.check()
-
-    def check(self) -> None:
-        """The model's own settings."""
 
     def check_for(self, num_clients: int) -> None:
         """The model's own settings that depend on the client count m: per-client lists of length m."""
@@ -102,24 +102,18 @@ class FedSWETrace(TraceModel):
     NEEDS_PARTITION = True
 
     dynamics: str = option("stationary", "f(t): stationary 1, staircase, sine, or two_group windows (§7.1)",
-                           choices=FEDSWE_DYNAMICS)
-    phi_max: list | None = option(None, "Φ_c per class; null: 1 for the first half of the classes, 0.5 for the rest")
-    period: int = option(20, _PERIOD)
-    gamma: float = option(0.3, _GAMMA)
-    low: float = option(0.4, _LOW)
-    window: int = option(100, "two_group: the window Pδ; clients [0, m/2) are on in its first half, the rest after")
+                           choices=(*BERNOULLI_DYNAMICS, "two_group"))
+    phi_max: list | None = option(None, "Φ_c per class; null: 1 for the first half of the classes, 0.5 for the rest",
+                                  check=partial(check_someone_available, per="class"))
+    period: int = option(20, _PERIOD, check=check_int)
+    gamma: float = option(0.3, _GAMMA, check=check_probabilities)
+    low: float = option(0.4, _LOW, check=check_probabilities)
+    window: int = option(100, "two_group: the window Pδ; clients [0, m/2) are on in its first half, the rest after",
+                         check=check_int)
     inner: str = option("static", "two_group: f inside the window, 1 (static) or the staircase",
                         choices=("static", "staircase"))
     class_mix: str = option("nu", "ν_i: the partition's drawn class mix (nu, the paper) or its realised label "
                             "shares (empirical, the FedAWE code)", choices=("nu", "empirical"))
-
-    def check(self) -> None:
-        check_int(self.period, "period", 1, WHAT)
-        check_int(self.window, "window", 1, WHAT)
-        if self.phi_max is not None:
-            check_someone_available(self.phi_max, "phi_max", "class")
-        check_probabilities(self.gamma, "gamma", False, WHAT)
-        check_probabilities(self.low, "low", False, WHAT)
 
     def draw(self, part, num_clients, rounds, client_rng, round_rng):
         if part is None:
@@ -134,7 +128,6 @@ class FedSWETrace(TraceModel):
         else:
             mix = part.label_hist / np.maximum(part.sizes, 1)[:, None]
         num_classes = mix.shape[1]
-        # Φ_c = 1 for the first half of the classes, 0.5 for the rest (Appendix H.2)
         phi_max = (np.where(np.arange(num_classes) < num_classes // 2, 1.0, 0.5) if self.phi_max is None
                    else np.asarray(self.phi_max, float))
         if phi_max.shape != (num_classes,):
@@ -163,10 +156,11 @@ class FastTrace(TraceModel):
     DYNAMICS_SETTING = "distribution"
 
     distribution: str = option(doc="uniform, or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2",
-                               choices=FAST_DISTRIBUTIONS)
+                               choices=("uniform", *SKEWED_DISTRIBUTIONS))
     fraction: float = option(0.1, "the cohort's share of the clients, in (0, 1]")
 
-    def check(self) -> None:
+    def __post_init__(self):
+        super().__post_init__()
         if not is_number(self.fraction) or not 0 < self.fraction <= 1:
             raise ValueError(f"{WHAT} 'fraction' must be in (0, 1], got {self.fraction!r}")
 
@@ -198,17 +192,11 @@ class BernoulliTrace(TraceModel):
 
     PER_CLIENT = ("p",)
 
-    p: float | list = option(doc="p, one probability or one per client")
+    p: float | list = option(doc="p, one probability or one per client", check=check_someone_available)
     dynamics: str = option("stationary", "f(t): stationary 1, staircase or sine", choices=BERNOULLI_DYNAMICS)
-    period: int = option(20, _PERIOD)
-    gamma: float = option(0.3, _GAMMA)
-    low: float = option(0.4, _LOW)
-
-    def check(self) -> None:
-        check_someone_available(self.p, "p")
-        check_int(self.period, "period", 1, WHAT)
-        check_probabilities(self.gamma, "gamma", False, WHAT)
-        check_probabilities(self.low, "low", False, WHAT)
+    period: int = option(20, _PERIOD, check=check_int)
+    gamma: float = option(0.3, _GAMMA, check=check_probabilities)
+    low: float = option(0.4, _LOW, check=check_probabilities)
 
     def draw(self, part, num_clients, rounds, client_rng, round_rng):
         prob = np.broadcast_to(per_client(self.p, "p", num_clients), (rounds, num_clients))
@@ -225,12 +213,12 @@ class MarkovTrace(TraceModel):
     PER_CLIENT = ("p_on", "p_off")
     DYNAMICS_SETTING = None
 
-    p_on: float | list = option(doc="P(off → on), one probability or one per client")
-    p_off: float | list = option(doc="P(on → off), one probability or one per client")
+    p_on: float | list = option(doc="P(off → on), one probability or one per client", check=check_someone_available)
+    p_off: float | list = option(doc="P(on → off), one probability or one per client",
+                                 check=partial(check_probabilities, allow_list=True))
 
-    def check(self) -> None:
-        check_someone_available(self.p_on, "p_on")
-        check_probabilities(self.p_off, "p_off", True, WHAT)
+    def __post_init__(self):
+        super().__post_init__()
         p_on, p_off = np.asarray(self.p_on, float), np.asarray(self.p_off, float)
         if p_on.ndim and p_off.ndim and p_on.shape != p_off.shape:
             raise ValueError(f"{WHAT} 'p_off' has {p_off.size} values but 'p_on' has {p_on.size}")
@@ -259,14 +247,9 @@ class CyclicTrace(TraceModel):
     PER_CLIENT = ("p",)
     DYNAMICS_SETTING = None
 
-    groups: int = option(doc="K, the number of groups")
-    p: float | list = option(doc="p_i while the client's group is on")
-    active_rounds: int = option(1, "rounds each group stays on")
-
-    def check(self) -> None:
-        check_int(self.groups, "groups", 1, WHAT)
-        check_someone_available(self.p, "p")
-        check_int(self.active_rounds, "active_rounds", 1, WHAT)
+    groups: int = option(doc="K, the number of groups", check=check_int)
+    p: float | list = option(doc="p_i while the client's group is on", check=check_someone_available)
+    active_rounds: int = option(1, "rounds each group stays on", check=check_int)
 
     def check_for(self, num_clients: int) -> None:
         super().check_for(num_clients)
@@ -282,14 +265,6 @@ class CyclicTrace(TraceModel):
         return round_rng.random(prob.shape) < prob, prob, {}
 
 
-def check_someone_available(value, key: str, per: str = "client") -> None:
-    """`value`: probabilities, one or a list, not all 0 (else no round would have participants)."""
-    check_probabilities(value, key, True, WHAT)
-    if not np.any(np.asarray(value, dtype=np.float64) > 0):
-        raise ValueError(f"{WHAT} {key!r} is 0 for every {per}: no client is ever available; give some {per} a "
-                         f"probability above 0")
-
-
 def resolve_trace(spec: dict) -> TraceModel:
     """A trace spec (`model` and its settings) checked, as its model's dataclass; raise ValueError naming the key."""
     return resolve_variant(spec, TRACE_MODELS, "model", WHAT, "trace")
@@ -298,10 +273,6 @@ def resolve_trace(spec: dict) -> TraceModel:
 def full_trace_spec(spec: dict) -> dict:
     """The spec with every default filled in, `model` first."""
     return {"model": spec["model"], **asdict(resolve_trace(spec))}
-
-
-def records_prob(spec: dict) -> bool:
-    return resolve_trace(spec).records_prob()
 
 
 def per_client(value, key: str, num_clients: int) -> np.ndarray:

@@ -5,7 +5,7 @@ anything."""
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
-from fedavail.plan.options import check_choices, option
+from fedavail.plan.options import check_fields, option
 
 REGISTERED: dict[str, type] = {}  # algorithm name -> its options class, added when its options module is imported
 
@@ -26,7 +26,7 @@ class AlgorithmOptions:
 
     def __post_init__(self):
         name = type(self).__name__.removesuffix("Options").lower()
-        check_choices(self, f"{name} option")
+        check_fields(self, f"{name} option")
         for key, (bound, test) in {"global_lr": ("> 0", lambda v: v > 0), **self.BOUNDS}.items():
             if not test(getattr(self, key)):
                 raise ValueError(f"{name} {key} must be {bound}, got {getattr(self, key)!r}")

@@ -92,18 +92,17 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     colors = plt.get_cmap("tab10")(np.arange(len(clients)) % 10)
     fig, (ax_prob, ax_boxes, ax_all) = plt.subplots(3, 1, figsize=(8, 7), sharex=True,
                                                     gridspec_kw={"height_ratios": [2, 1, 3]})
-    if trace.prob is not None:
-        for color, client in zip(colors, clients):
+    for row, (color, client) in enumerate(zip(colors, clients)):
+        if trace.prob is not None:
             ax_prob.step(t, trace.prob[:shown, client], where="mid", color=color, label=f"client {client}")
+        ax_boxes.bar(np.flatnonzero(trace.available[:shown, client]), 0.8, bottom=row - 0.4, width=0.9, color=color)
+    if trace.prob is not None:
         ax_prob.set_ylim(-0.03, 1.03)
         ax_prob.legend(fontsize=8, loc="upper right")
     else:
         ax_prob.text(0.5, 0.5, "p_i^t not defined by this model", ha="center", va="center",
                      transform=ax_prob.transAxes)
     ax_prob.set_ylabel("$p_i^t$")
-    for row, (color, client) in enumerate(zip(colors, clients)):
-        on = np.flatnonzero(trace.available[:shown, client])
-        ax_boxes.bar(on, 0.8, bottom=row - 0.4, width=0.9, color=color)
     ax_boxes.set_yticks(np.arange(len(clients)), [str(c) for c in clients])
     ax_boxes.set(ylim=(len(clients) - 0.5, -0.5), ylabel="client")
     ax_all.imshow(trace.available[:shown].T, aspect="auto", interpolation="nearest", cmap="Greys",

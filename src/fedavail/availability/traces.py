@@ -78,10 +78,8 @@ def load_trace(path: str | os.PathLike) -> Trace:
 
 def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int = 50) -> None:
     """Figure like FedSWE Fig. 16: p_i^t of a few clients, their availability boxes, and the raster of all clients."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure  # no pyplot: no backend to choose, no figure to close
 
     if clients is None:  # those whose mean p_i sits nearest the 10/50/90 % quantiles (Fig. 16: p_i = 0.1, 0.5, 0.9)
         order = np.argsort((trace.prob if trace.prob is not None else trace.available).mean(axis=0), kind="stable")
@@ -89,9 +87,9 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     clients = np.asarray(clients, dtype=np.int64)
     shown, num_clients = min(rounds, trace.available.shape[0]), trace.available.shape[1]
     t = np.arange(shown)
-    colors = plt.get_cmap("tab10")(np.arange(len(clients)) % 10)
-    fig, (ax_prob, ax_boxes, ax_all) = plt.subplots(3, 1, figsize=(8, 7), sharex=True,
-                                                    gridspec_kw={"height_ratios": [2, 1, 3]})
+    colors = colormaps["tab10"](np.arange(len(clients)) % 10)
+    fig = Figure(figsize=(8, 7))
+    ax_prob, ax_boxes, ax_all = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [2, 1, 3]})
     for row, (color, client) in enumerate(zip(colors, clients)):
         if trace.prob is not None:
             ax_prob.step(t, trace.prob[:shown, client], where="mid", color=color, label=f"client {client}")
@@ -112,7 +110,5 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     title = ", ".join(f"{k}={v}" for k, v in sorted(described.items()) if v is not None)
     fig.suptitle(textwrap.fill(title, 140), fontsize=8)
     fig.tight_layout()
-    suffix = Path(path).suffix.lstrip(".") or "png"
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=suffix, dpi=120)
-    plt.close(fig)
+        fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", dpi=120)

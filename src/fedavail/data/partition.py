@@ -106,10 +106,7 @@ def partition_stats(part: Partition) -> "pd.DataFrame":
 
 def plot_partition(part: Partition, path: str | os.PathLike, max_clients: int = 100) -> None:
     """Bubble chart like FedSWE Fig. 14: x = class, y = client, circle area = the class's share of the client."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no backend to choose, no figure to close
 
     shown = min(part.num_clients, max_clients)
     hist = part.label_hist[:shown]
@@ -117,7 +114,8 @@ def plot_partition(part: Partition, path: str | os.PathLike, max_clients: int = 
     client, klass = np.nonzero(share)
     width = min(max(4.0, 0.35 * part.num_classes + 1.5), 30.0)
     height = min(max(3.0, 0.16 * shown + 1.0), 18.0)
-    fig, ax = plt.subplots(figsize=(width, height))
+    fig = Figure(figsize=(width, height))
+    ax = fig.subplots()
     # Marker area in points^2 with the biggest possible bubble (share 1) about one row tall.
     row_points = 72 * (height - 1.0) / max(shown, 1)
     ax.scatter(klass, client, s=share[client, klass] * (0.95 * row_points) ** 2, alpha=0.7, color="tab:blue", lw=0)
@@ -128,7 +126,5 @@ def plot_partition(part: Partition, path: str | os.PathLike, max_clients: int = 
     ax.set_title(title if shown == part.num_clients else f"{title} (first {shown} shown)", fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    suffix = Path(path).suffix.lstrip(".") or "png"
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=suffix, dpi=120)
-    plt.close(fig)
+        fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", dpi=120)

@@ -1,10 +1,5 @@
 """Availability traces: for every round and client, whether the client is available, stored once per seed; all
-algorithms of a seed read the same trace. A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the
-model defines it, else None; for markov the marginal π = p_on/(p_on + p_off), not the probability given the previous
-round), snapshot (int64 [T, n]: a uniform cohort pre-drawn for every round, so FAST's snapshot rounds are
-deterministic on any trace) and the parameters that made it. The models, their settings and what each draws:
-fedavail.plan.traces (FedSWE Fig. 3's p_i^t = p·[γ sin(0.1πt) + 1 − γ] is the bernoulli model with dynamics "sine",
-period 20).
+algorithms of a seed read the same trace. The models, their settings and what each draws: fedavail.plan.traces.
 
 Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots. So traces of one seed
 share their snapshots, and FedSWE dynamics of one seed share their p_i.
@@ -30,9 +25,9 @@ STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
 @dataclass
 class Trace:
     available: np.ndarray  # bool [T, m]
-    prob: np.ndarray | None  # float32 [T, m]
-    snapshot: np.ndarray | None  # int64 [T, n]
-    params: dict
+    prob: np.ndarray | None  # float32 [T, m] p_i^t where the model defines it; markov: the marginal p_on/(p_on + p_off)
+    snapshot: np.ndarray | None  # int64 [T, n] pre-drawn uniform cohorts: FAST's snapshot rounds, the same on any trace
+    params: dict  # the parameters that made it
 
 
 def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: Partition | None = None) -> Trace:

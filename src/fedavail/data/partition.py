@@ -1,10 +1,6 @@
-"""Client partitions of a training set: who holds which sample.
-
-A partition is stored as CSR (client i holds indices[offsets[i]:offsets[i+1]], sorted ascending), with the
-per-client label histogram, the client class mix ν_i where the scheme draws one (FedSWE's availability
-p_i = <ν_i, φ> needs it), and the spec that made it. Every scheme (fedavail.plan.partitions) assigns each train sample
-at most once, the Dirichlet schemes exactly once.
-"""
+"""Client partitions of a training set, stored as CSR: client i holds indices[offsets[i]:offsets[i+1]], sorted
+ascending. Every scheme (fedavail.plan.partitions) assigns each train sample at most once, the Dirichlet schemes
+exactly once; FedSWE's availability p_i = <ν_i, φ> reads the class mix ν_i of the schemes that draw one."""
 
 import json
 import os
@@ -28,7 +24,7 @@ class Partition:
     indices: np.ndarray  # int64 [total]
     label_hist: np.ndarray  # int64 [m, C]
     nu: np.ndarray | None  # float64 [m, C]: the drawn class mix ν_i, where the scheme draws one
-    params: dict
+    params: dict  # the spec that made it, in full
 
     @property
     def num_clients(self) -> int:

@@ -42,10 +42,6 @@ _ASCII_TO_ID = np.full(128, UNKNOWN_ID, dtype=np.int64)
 _ASCII_TO_ID[[ord(c) for c in ALL_LETTERS]] = np.arange(len(ALL_LETTERS))
 
 
-class TextFormatError(ValueError):
-    pass
-
-
 def is_poem(title: str) -> bool:
     return any(word in title.upper() for word in POEM_TITLE_WORDS)
 
@@ -82,7 +78,7 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
         if "by William Shakespeare" in line:
             title = next((lines[j].strip() for j in range(i - 2, max(i - 8, -1), -1) if lines[j].strip()), None)
             if title is None:
-                raise TextFormatError(f"line {i + 1}: no play title within 7 lines above 'by William Shakespeare'")
+                raise ValueError(f"line {i + 1}: no play title within 7 lines above 'by William Shakespeare'")
             roles, current = ({} if not is_poem(title) else None), None
             comedy_of_errors = title == "THE COMEDY OF ERRORS"
             speaker, continuation = _COE_LINES if comedy_of_errors else _LEAF_LINES

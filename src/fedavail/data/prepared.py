@@ -22,7 +22,7 @@ from fedavail import __version__
 from fedavail.io import UnreadableFileError, reading, write_bytes
 
 REQUIRED_KEYS = ("name", "kind", "num_classes", "train_x", "train_y", "test_x", "test_y", "meta")
-KIND_KEYS = {"image": ("mean", "std"), "text": ("text", "seq_length")}  # what each kind holds besides
+KIND_KEYS = {"image": ("mean", "std"), "text": ("text", "seq_length")}  # held besides REQUIRED_KEYS, per kind
 
 
 class PreparedDataError(ValueError):

@@ -1,10 +1,5 @@
 """Availability traces: for every round and client, whether the client is available, stored once per seed; all
-algorithms of a seed read the same trace. A trace holds available (bool [T, m]), prob (float32 [T, m] p_i^t where the
-model defines it, else None; for markov the marginal π = p_on/(p_on + p_off), not the probability given the previous
-round), snapshot (int64 [T, n]: a uniform cohort pre-drawn for every round, so FAST's snapshot rounds are
-deterministic on any trace) and the parameters that made it. The models, their settings and what each draws:
-fedavail.plan.traces (FedSWE Fig. 3's p_i^t = p·[γ sin(0.1πt) + 1 − γ] is the bernoulli model with dynamics "sine",
-period 20).
+algorithms of a seed read the same trace. The models, their settings and what each draws: fedavail.plan.traces.
 
 Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots. So traces of one seed
 share their snapshots, and FedSWE dynamics of one seed share their p_i.
@@ -30,9 +25,9 @@ STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
 @dataclass
 class Trace:
     available: np.ndarray  # bool [T, m]
-    prob: np.ndarray | None  # float32 [T, m]
-    snapshot: np.ndarray | None  # int64 [T, n]
-    params: dict
+    prob: np.ndarray | None  # float32 [T, m] p_i^t where the model defines it; markov: the marginal p_on/(p_on + p_off)
+    snapshot: np.ndarray | None  # int64 [T, n] pre-drawn uniform cohorts: FAST's snapshot rounds, the same on any trace
+    params: dict  # the parameters that made it
 
 
 def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: Partition | None = None) -> Trace:
@@ -78,10 +73,8 @@ def load_trace(path: str | os.PathLike) -> Trace:
 
 def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int = 50) -> None:
     """Figure like FedSWE Fig. 16: p_i^t of a few clients, their availability boxes, and the raster of all clients."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure  # no pyplot: no backend to choose, no figure to close
 
     if clients is None:  # those whose mean p_i sits nearest the 10/50/90 % quantiles (Fig. 16: p_i = 0.1, 0.5, 0.9)
         order = np.argsort((trace.prob if trace.prob is not None else trace.available).mean(axis=0), kind="stable")
@@ -89,21 +82,20 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     clients = np.asarray(clients, dtype=np.int64)
     shown, num_clients = min(rounds, trace.available.shape[0]), trace.available.shape[1]
     t = np.arange(shown)
-    colors = plt.get_cmap("tab10")(np.arange(len(clients)) % 10)
-    fig, (ax_prob, ax_boxes, ax_all) = plt.subplots(3, 1, figsize=(8, 7), sharex=True,
-                                                    gridspec_kw={"height_ratios": [2, 1, 3]})
-    if trace.prob is not None:
-        for color, client in zip(colors, clients):
+    colors = colormaps["tab10"](np.arange(len(clients)) % 10)
+    fig = Figure(figsize=(8, 7))
+    ax_prob, ax_boxes, ax_all = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [2, 1, 3]})
+    for row, (color, client) in enumerate(zip(colors, clients)):
+        if trace.prob is not None:
             ax_prob.step(t, trace.prob[:shown, client], where="mid", color=color, label=f"client {client}")
+        ax_boxes.bar(np.flatnonzero(trace.available[:shown, client]), 0.8, bottom=row - 0.4, width=0.9, color=color)
+    if trace.prob is not None:
         ax_prob.set_ylim(-0.03, 1.03)
         ax_prob.legend(fontsize=8, loc="upper right")
     else:
         ax_prob.text(0.5, 0.5, "p_i^t not defined by this model", ha="center", va="center",
                      transform=ax_prob.transAxes)
     ax_prob.set_ylabel("$p_i^t$")
-    for row, (color, client) in enumerate(zip(colors, clients)):
-        on = np.flatnonzero(trace.available[:shown, client])
-        ax_boxes.bar(on, 0.8, bottom=row - 0.4, width=0.9, color=color)
     ax_boxes.set_yticks(np.arange(len(clients)), [str(c) for c in clients])
     ax_boxes.set(ylim=(len(clients) - 0.5, -0.5), ylabel="client")
     ax_all.imshow(trace.available[:shown].T, aspect="auto", interpolation="nearest", cmap="Greys",
@@ -113,7 +105,5 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     title = ", ".join(f"{k}={v}" for k, v in sorted(described.items()) if v is not None)
     fig.suptitle(textwrap.fill(title, 140), fontsize=8)
     fig.tight_layout()
-    suffix = Path(path).suffix.lstrip(".") or "png"
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=suffix, dpi=120)
-    plt.close(fig)
+        fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", dpi=120)

@@ -24,14 +24,10 @@ from fedavail.plan.config import shorten
 NAME = download.PLACED_BY_HAND
 
 
-class _JsonObject(list):
-    """A JSON object as its (key, value) pairs in file order: json.load would keep only the last of a repeated key
-    (a user listed twice in 'user_data') without a word."""
-
-
 def _as_dict(path: Path, value, lists: str) -> dict | None:
-    """The dict of a parsed JSON object (None if value is not one); a repeated key is refused, "<lists> <key> twice"."""
-    if not isinstance(value, _JsonObject):
+    """The dict of a JSON object read as a tuple of its (key, value) pairs (None if value is not one); a repeated key
+    is refused, "<lists> <key> twice": json.load would keep only the last (a user listed twice in 'user_data')."""
+    if not isinstance(value, tuple):
         return None
     result = {}
     for key, item in value:
@@ -47,7 +43,7 @@ def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[s
     samples themselves are checked in _compact)."""
     errors = (OSError, UnicodeDecodeError, json.JSONDecodeError)
     with unreadable_as_error(path, "JSON file", errors), open(path, encoding="utf-8") as f:
-        data = _as_dict(path, json.load(f, object_pairs_hook=_JsonObject), "the top-level object lists key")
+        data = _as_dict(path, json.load(f, object_pairs_hook=tuple), "the top-level object lists key")
     if data is None or not {"users", "num_samples", "user_data"} <= set(data):
         raise DatasetError(f"{path}: a LEAF file is a JSON object with 'users', 'num_samples' and 'user_data'")
     users, counts = data["users"], data["num_samples"]

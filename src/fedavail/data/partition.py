@@ -1,10 +1,6 @@
-"""Client partitions of a training set: who holds which sample.
-
-A partition is stored as CSR (client i holds indices[offsets[i]:offsets[i+1]], sorted ascending), with the
-per-client label histogram, the client class mix ν_i where the scheme draws one (FedSWE's availability
-p_i = <ν_i, φ> needs it), and the spec that made it. Every scheme (fedavail.plan.partitions) assigns each train sample
-at most once, the Dirichlet schemes exactly once.
-"""
+"""Client partitions of a training set, stored as CSR: client i holds indices[offsets[i]:offsets[i+1]], sorted
+ascending. Every scheme (fedavail.plan.partitions) assigns each train sample at most once, the Dirichlet schemes
+exactly once; FedSWE's availability p_i = <ν_i, φ> reads the class mix ν_i of the schemes that draw one."""
 
 import json
 import os
@@ -28,7 +24,7 @@ class Partition:
     indices: np.ndarray  # int64 [total]
     label_hist: np.ndarray  # int64 [m, C]
     nu: np.ndarray | None  # float64 [m, C]: the drawn class mix ν_i, where the scheme draws one
-    params: dict
+    params: dict  # the spec that made it, in full
 
     @property
     def num_clients(self) -> int:
@@ -106,10 +102,7 @@ def partition_stats(part: Partition) -> "pd.DataFrame":
 
 def plot_partition(part: Partition, path: str | os.PathLike, max_clients: int = 100) -> None:
     """Bubble chart like FedSWE Fig. 14: x = class, y = client, circle area = the class's share of the client."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no backend to choose, no figure to close
 
     shown = min(part.num_clients, max_clients)
     hist = part.label_hist[:shown]
@@ -117,7 +110,8 @@ def plot_partition(part: Partition, path: str | os.PathLike, max_clients: int = 
     client, klass = np.nonzero(share)
     width = min(max(4.0, 0.35 * part.num_classes + 1.5), 30.0)
     height = min(max(3.0, 0.16 * shown + 1.0), 18.0)
-    fig, ax = plt.subplots(figsize=(width, height))
+    fig = Figure(figsize=(width, height))
+    ax = fig.subplots()
     # Marker area in points^2 with the biggest possible bubble (share 1) about one row tall.
     row_points = 72 * (height - 1.0) / max(shown, 1)
     ax.scatter(klass, client, s=share[client, klass] * (0.95 * row_points) ** 2, alpha=0.7, color="tab:blue", lw=0)
@@ -128,7 +122,5 @@ def plot_partition(part: Partition, path: str | os.PathLike, max_clients: int = 
     ax.set_title(title if shown == part.num_clients else f"{title} (first {shown} shown)", fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    suffix = Path(path).suffix.lstrip(".") or "png"
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=suffix, dpi=120)
-    plt.close(fig)
+        fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", dpi=120)

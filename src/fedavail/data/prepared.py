@@ -22,6 +22,7 @@ from fedavail import __version__
 from fedavail.io import UnreadableFileError, reading, write_bytes
 
 REQUIRED_KEYS = ("name", "kind", "num_classes", "train_x", "train_y", "test_x", "test_y", "meta")
+KIND_KEYS = {"image": ("mean", "std"), "text": ("text", "seq_length")}  # held besides REQUIRED_KEYS, per kind
 
 
 class PreparedDataError(ValueError):
@@ -32,6 +33,13 @@ def validate(data: dict) -> dict:
     """The dataset itself when it has the format above; PreparedDataError naming what is wrong otherwise."""
     if missing := [k for k in REQUIRED_KEYS if k not in data]:
         raise PreparedDataError(f"prepared dataset {data.get('name', '?')!r} lacks keys {missing}")
+    kind = data["kind"]
+    if kind not in KIND_KEYS:
+        raise PreparedDataError(f"unknown dataset kind {kind!r}")
+    if missing := [k for k in KIND_KEYS[kind] if k not in data]:
+        raise PreparedDataError(f"{kind} dataset lacks keys {missing}")
+    if kind == "image" and (data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4):
+        raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
     for split in ("train", "test"):
         x, y = data[f"{split}_x"], data[f"{split}_y"]
         if len(x) != len(y):
@@ -40,28 +48,11 @@ def validate(data: dict) -> dict:
             raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
         if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
             raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
-    if data["kind"] == "image":
-        if data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4:
-            raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
-        for key in ("mean", "std"):
-            if key not in data:
-                raise PreparedDataError(f"image dataset lacks {key}")
-    elif data["kind"] == "text":
-        _check_text(data)
-    else:
-        raise PreparedDataError(f"unknown dataset kind {data['kind']!r}")
-    return data
-
-
-def _check_text(data: dict) -> None:
-    if "text" not in data or "seq_length" not in data:
-        raise PreparedDataError("text dataset lacks its token stream 'text' or 'seq_length'")
-    for split in ("train", "test"):
-        starts = data[f"{split}_x"]
-        if starts.dtype != torch.int64 or starts.dim() != 1:
+        if kind == "text" and (x.dtype != torch.int64 or x.dim() != 1):
             raise PreparedDataError(f"text {split}_x must be int64 [N] window starts")
-        if len(starts) and (int(starts.min()) < 0 or int(starts.max()) + data["seq_length"] > len(data["text"])):
+        if kind == "text" and len(x) and (int(x.min()) < 0 or int(x.max()) + data["seq_length"] > len(data["text"])):
             raise PreparedDataError(f"text {split}_x has windows outside the token stream")
+    return data
 
 
 def text_windows(text: torch.Tensor, starts: torch.Tensor, seq_length: int) -> torch.Tensor:

@@ -24,15 +24,10 @@ _STORAGE_DTYPES = {
 }
 
 
-def _tensor(storage: tuple, offset: int, shape: tuple, stride: tuple, *_grad_hooks_metadata) -> tuple:
-    """A tensor of data.pkl, its storage not read yet (torch._utils._rebuild_tensor_v2's arguments)."""
-    return storage, offset, shape, stride
-
-
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
-        if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
-            return _tensor
+        if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):  # a tensor, its storage not read yet
+            return lambda storage, offset, shape, stride, *_grad_hooks_metadata: (storage, offset, shape, stride)
         if (module, name) == ("collections", "OrderedDict"):
             return collections.OrderedDict
         if module == "torch" and name in _STORAGE_DTYPES:

@@ -42,10 +42,6 @@ _ASCII_TO_ID = np.full(128, UNKNOWN_ID, dtype=np.int64)
 _ASCII_TO_ID[[ord(c) for c in ALL_LETTERS]] = np.arange(len(ALL_LETTERS))
 
 
-class TextFormatError(ValueError):
-    pass
-
-
 def is_poem(title: str) -> bool:
     return any(word in title.upper() for word in POEM_TITLE_WORDS)
 
@@ -60,11 +56,9 @@ def normalize_line(text: str) -> str:
     return re.sub(r"  +", " ", text)
 
 
-_LEAF_CHARACTER = re.compile(r"^  ([a-zA-Z][a-zA-Z ]*)\. (.*)")
-_LEAF_CONTINUATION = re.compile(r"^    (.*)")
-# The Comedy of Errors is not indented in that file.
-_COE_CHARACTER = re.compile(r"^([a-zA-Z][a-zA-Z ]*)\. (.*)")
-_COE_CONTINUATION = re.compile(r"^(.*)")
+# (speaker line, continuation line) of the complete works; the Comedy of Errors is not indented in that file.
+_LEAF_LINES = re.compile(r"^  ([a-zA-Z][a-zA-Z ]*)\. (.*)"), re.compile(r"^    (.*)")
+_COE_LINES = re.compile(r"^([a-zA-Z][a-zA-Z ]*)\. (.*)"), re.compile(r"^(.*)")
 
 
 def parse_complete_works(text: str) -> dict[str, list[str]]:
@@ -84,20 +78,20 @@ def parse_complete_works(text: str) -> dict[str, list[str]]:
         if "by William Shakespeare" in line:
             title = next((lines[j].strip() for j in range(i - 2, max(i - 8, -1), -1) if lines[j].strip()), None)
             if title is None:
-                raise TextFormatError(f"line {i + 1}: no play title within 7 lines above 'by William Shakespeare'")
+                raise ValueError(f"line {i + 1}: no play title within 7 lines above 'by William Shakespeare'")
             roles, current = ({} if not is_poem(title) else None), None
             comedy_of_errors = title == "THE COMEDY OF ERRORS"
+            speaker, continuation = _COE_LINES if comedy_of_errors else _LEAF_LINES
             if roles is not None:
                 plays.append((title, roles))
-        elif roles is not None and (match := (_COE_CHARACTER if comedy_of_errors else _LEAF_CHARACTER).match(line)):
+        elif roles is not None and (match := speaker.match(line)):
             # Names appear in several casings (SIR TOBY, Sir Toby): LEAF upper-cases them.
             current = match.group(1).upper()
             if comedy_of_errors and current.startswith("ACT "):
                 current = None
             else:
                 roles.setdefault(current, []).append(match.group(2))
-        elif current is not None and (
-                match := (_COE_CONTINUATION if comedy_of_errors else _LEAF_CONTINUATION).match(line)):
+        elif current is not None and (match := continuation.match(line)):
             if comedy_of_errors and match.group(1).startswith("<"):
                 current = None  # the file's copyright notices interrupt that play
             else:

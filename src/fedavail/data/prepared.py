@@ -41,18 +41,22 @@ def validate(data: dict) -> dict:
     if kind == "image" and (data["train_x"].dtype != torch.uint8 or data["train_x"].dim() != 4):
         raise PreparedDataError("image train_x must be uint8 [N, C, H, W]")
     for split in ("train", "test"):
-        x, y = data[f"{split}_x"], data[f"{split}_y"]
-        if len(x) != len(y):
-            raise PreparedDataError(f"{split}_x has {len(x)} samples but {split}_y has {len(y)}")
-        if y.dtype != torch.int64:
-            raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
-        if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
-            raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
-        if kind == "text" and (x.dtype != torch.int64 or x.dim() != 1):
-            raise PreparedDataError(f"text {split}_x must be int64 [N] window starts")
-        if kind == "text" and len(x) and (int(x.min()) < 0 or int(x.max()) + data["seq_length"] > len(data["text"])):
-            raise PreparedDataError(f"text {split}_x has windows outside the token stream")
+        _check_split(data, split, kind)
     return data
+
+
+def _check_split(data: dict, split: str, kind: str) -> None:
+    x, y = data[f"{split}_x"], data[f"{split}_y"]
+    if len(x) != len(y):
+        raise PreparedDataError(f"{split}_x has {len(x)} samples but {split}_y has {len(y)}")
+    if y.dtype != torch.int64:
+        raise PreparedDataError(f"{split}_y must be int64, got {y.dtype}")
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= data["num_classes"]):
+        raise PreparedDataError(f"{split}_y has labels outside [0, {data['num_classes']})")
+    if kind == "text" and (x.dtype != torch.int64 or x.dim() != 1):
+        raise PreparedDataError(f"text {split}_x must be int64 [N] window starts")
+    if kind == "text" and len(x) and (int(x.min()) < 0 or int(x.max()) + data["seq_length"] > len(data["text"])):
+        raise PreparedDataError(f"text {split}_x has windows outside the token stream")
 
 
 def text_windows(text: torch.Tensor, starts: torch.Tensor, seq_length: int) -> torch.Tensor:

@@ -50,21 +50,15 @@ class DeviceUnavailable(RuntimeError):
     """The CUDA device asked for is not on this machine."""
 
 
-def check_device(requested: str) -> None:
-    """Raise DeviceUnavailable when `requested` names a CUDA device (cuda, cuda:N) this machine lacks."""
-    if not requested.startswith("cuda"):
-        return
-    if not torch.cuda.is_available():
-        raise DeviceUnavailable(f"{requested!r}, but CUDA is not available on this machine")
-    index = int(requested.partition(":")[2] or 0)
-    if index >= torch.cuda.device_count():
-        raise DeviceUnavailable(f"{requested!r}, but this machine has {torch.cuda.device_count()} CUDA device(s)")
-
-
-def pick_device(requested: str) -> torch.device:
+def check_device(requested: str) -> torch.device:
+    """The device `requested` names (auto: CUDA when present); DeviceUnavailable for a CUDA device (cuda, cuda:N)
+    this machine lacks."""
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    check_device(requested)
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise DeviceUnavailable(f"{requested!r}, but CUDA is not available on this machine")
+    if requested.startswith("cuda") and int(requested.partition(":")[2] or 0) >= torch.cuda.device_count():
+        raise DeviceUnavailable(f"{requested!r}, but this machine has {torch.cuda.device_count()} CUDA device(s)")
     return torch.device(requested)
 
 
@@ -141,7 +135,7 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
     _check_same_settings([s.spec for s in seeds])
     stopping.install()
     code_sha256 = training_code_sha256(run_algorithms(seeds[0].spec["algorithm"]))
-    device = pick_device(execution.device)
+    device = check_device(execution.device)
     prepared_sha256 = file_sha256(prepared_path)
     identities = [_identity(Path(prepared_path), prepared_sha256, s, code_sha256, device) for s in seeds]
     results = [_restore_finished(s.paths, identity[2], s.spec) for s, identity in zip(seeds, identities)]
@@ -166,53 +160,48 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
 def _restore_finished(paths: RunPaths, fingerprint: str, spec: dict) -> dict | None:
     """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None.
     A record that fails its checks is set aside and the seed is trained again."""
-    if not paths.finished.exists():
+    record = integrity.read_or_set_aside(paths.finished, lambda path: _read_record(path, fingerprint, spec), ".invalid",
+                                         "the seed is trained again")
+    if record is None:
         return None
-    try:
-        record = json.loads(paths.finished.read_text())
-        if isinstance(record, dict) and record.get("fingerprint") != fingerprint:
-            return None  # another spec, code or inputs: the seed is trained again and the record replaced
-        problem = _record_problem(record, spec) if isinstance(record, dict) else "not a JSON object"
-    except Exception as error:  # unreadable, or not shaped as a record: set aside, never a crash on every rerun
-        problem = f"{type(error).__name__}: {error}"
-    if problem is not None:
-        aside = integrity.set_aside(paths.finished, ".invalid")
-        log.warning("record %s is not this run's (%s); set aside as %s, the seed is trained again", paths.finished,
-                    problem, aside)
-        return None
-    _write_metrics(paths.metrics, record["rows"])
-    summary = seal_summary(record["summary"], paths.metrics)
-    write_json(paths.summary, summary)
+    summary = _write_metrics(paths, record["rows"], record["summary"])
     log.info("seed %s finished before with this spec, code and inputs: outputs rewritten from %s", spec["seed"],
              paths.finished)
     return summary
 
 
-def _record_problem(record: dict, spec: dict) -> str | None:
-    """Why a finished record of this run's fingerprint cannot be restored: edited, or not a whole run of `spec`."""
+def _read_record(path: Path, fingerprint: str, spec: dict) -> dict | None:
+    """The finished record at `path` if made under `fingerprint`, else None (the seed is trained again and the record
+    replaced); ValueError when it cannot be restored: edited, or not a whole run of `spec`."""
+    record = json.loads(path.read_text())
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    if record.get("fingerprint") != fingerprint:
+        return None
     if record.get(DIGEST) != json_digest({k: v for k, v in record.items() if k != DIGEST}):
-        return "its content does not match its digest"
+        raise ValueError("its content does not match its digest")
     summary, rows = record.get("summary"), record.get("rows")
     if not isinstance(summary, dict) or summary.get("spec") != spec or summary.get("seed") != spec["seed"]:
-        return "its summary is not of this run's spec and seed"
+        raise ValueError("its summary is not of this run's spec and seed")
     if not isinstance(rows, list) or [row.get("round") for row in rows] != list(range(len(rows))):
-        return "its rows are not rounds 0, 1, 2, ..."
+        raise ValueError("its rows are not rounds 0, 1, 2, ...")
     diverged_at = summary.get("diverged_at")
     if len(rows) != summary.get("rounds_completed") or len(rows) != (
             int(spec["training"]["rounds"]) if diverged_at is None else diverged_at + 1):
-        return f"{len(rows)} rows for a run of {spec['training']['rounds']} rounds"
+        raise ValueError(f"{len(rows)} rows for a run of {spec['training']['rounds']} rounds")
     for row in rows:
         for name, value in row.items():
             if isinstance(value, (int, float)) and not math.isnan(value) and (
                     "acc" in name and not 0 <= value <= 1 or "loss" in name and not value >= 0):
-                return f"round {row['round']}: {name} = {value} is out of range"
-    return None
+                raise ValueError(f"round {row['round']}: {name} = {value} is out of range")
+    return record
 
 
-def _write_metrics(path: Path, rows: list[dict]) -> None:
-    """One row per round, a column per metric in order of first appearance, typed as pandas types such rows: int64
-    where every round holds an integer, else float64 with NaN where a round lacks the metric. The arrays are built
-    from raw buffers because converting Python values (pyarrow.array) imports pandas: ~0.3 s of every training job."""
+def _write_metrics(paths: RunPaths, rows: list[dict], summary: dict) -> dict:
+    """The run's metrics, then its summary sealed with them (returned). Metrics: one row per round, a column per
+    metric in order of first appearance, typed as pandas types such rows: int64 where every round holds an integer,
+    else float64 with NaN where a round lacks the metric. The arrays are built from raw buffers because converting
+    Python values (pyarrow.array) imports pandas: ~0.3 s of every training job."""
     columns = {}
     for name in dict.fromkeys(key for row in rows for key in row):
         values = [row.get(name) for row in rows]
@@ -221,8 +210,11 @@ def _write_metrics(path: Path, rows: list[dict]) -> None:
         else:
             array = np.array([math.nan if v is None else v for v in values], dtype=np.float64)
         columns[name] = pa.Array.from_buffers(pa.from_numpy_dtype(array.dtype), len(array), [None, pa.py_buffer(array)])
-    with atomic_path(path) as tmp:
+    with atomic_path(paths.metrics) as tmp:
         pq.write_table(pa.Table.from_arrays(list(columns.values()), names=list(columns)), tmp)
+    sealed = seal_summary(summary, paths.metrics)
+    write_json(paths.summary, sealed)
+    return sealed
 
 
 # What may differ between runs trained in one process: which run each is. Everything they compute with is shared.
@@ -371,7 +363,6 @@ class SeedRun:
                         batched=self.shared.batched)
 
     def finish(self) -> None:
-        _write_metrics(self.paths.metrics, self.rows)
         shared, spec = self.shared, self.spec
         summary = {
             "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": int(spec["seed"]),
@@ -388,8 +379,7 @@ class SeedRun:
                            "device": str(shared.device), "batched": shared.batched,
                            "python": sys.version.split()[0], "training_code_sha256": shared.code_sha256},
         }
-        self.result = seal_summary(summary, self.paths.metrics)
-        write_json(self.paths.summary, self.result)
+        self.result = _write_metrics(self.paths, self.rows, summary)
         record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": self.result}
         with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
             tmp.write_text(json.dumps({**record, DIGEST: json_digest(record)}, default=str))

@@ -18,7 +18,7 @@ from fedavail.engine.client_data import ClientData
 from fedavail.engine.optim import LocalOptimizer
 from fedavail.engine.params import FlatModel
 from fedavail.plan.local import LocalOptions
-from fedavail.rng import seed_sequence
+from fedavail.rng import seed_sequence, torch_generator
 from fedavail.stopping import raise_if_requested
 
 
@@ -148,8 +148,8 @@ class ClientTrainer:
             if position < count:
                 break
             epoch, position, epochs_done = epoch + 1, 0, epochs_done + 1
-        return ClientPlan(client, self.seed, data, batches, epoch_ends,
-                          data.augmentation_generator(self.seed, round_index, client), (epoch, position))
+        generator = torch_generator(self.seed, "augmentation", round_index, client, device=data.device)
+        return ClientPlan(client, self.seed, data, batches, epoch_ends, generator, (epoch, position))
 
 
 def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[LocalResult]:

@@ -12,23 +12,15 @@ import os
 import re
 import socket
 import subprocess
-from dataclasses import dataclass, field
+from collections import namedtuple
 from pathlib import Path
-from typing import IO
 
 log = logging.getLogger("fedavail.gpu_slots")
 
 MAX_LEVELS = 64
 _HIDDEN = ("", "-1", "none", "NoDevFiles")
-_held: list["Slot"] = []  # slots claimed by this process: kept referenced (and locked) until it exits
-
-
-@dataclass
-class Slot:
-    device: str
-    level: int
-    path: Path
-    handle: IO = field(repr=False)
+Slot = namedtuple("Slot", "device level path handle")  # handle: the open, locked slot file
+_held: list[Slot] = []  # slots claimed by this process: kept referenced (and locked) until it exits
 
 
 def visible_devices() -> list[str]:

@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import os
+import zipfile
 from pathlib import Path
 
 log = logging.getLogger("fedavail.integrity")
@@ -63,8 +64,6 @@ def damage(path: Path, check_run=run_problem) -> str | None:
         return check_run(path.parent)
     try:
         if path.suffix in ZIP_SUFFIXES:
-            import zipfile
-
             with zipfile.ZipFile(path) as archive:
                 bad = archive.testzip()
             return None if bad is None else f"member {bad} fails its CRC check"

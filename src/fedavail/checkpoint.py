@@ -5,7 +5,6 @@ is renamed to `<name>.unreadable` and the run starts over, so a damaged file nev
 import hashlib
 import json
 import logging
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,9 +52,8 @@ def set_aside(path: Path, reason: str) -> Path:
 
 
 def _read(path: Path) -> Checkpoint:
-    with zipfile.ZipFile(path) as archive:
-        if (bad := archive.testzip()) is not None:
-            raise ValueError(f"member {bad} fails its CRC check")
+    if (damage := integrity.damage(path)) is not None:
+        raise ValueError(damage)
     raw = torch.load(path, map_location="cpu", weights_only=True)
     meta = json.loads(raw["meta"])
     groups = raw["tensors"]

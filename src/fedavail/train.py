@@ -40,7 +40,7 @@ from fedavail.models import build_model
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
 from fedavail.plan.local import resolve_local
 from fedavail.plan.sources import run_algorithms, training_code_sha256
-from fedavail.provenance import file_sha256, run_fingerprint
+from fedavail.provenance import file_sha256
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
@@ -110,6 +110,19 @@ class RunInputs:
     def __post_init__(self):
         self.paths = RunPaths(Path(self.out_dir))
 
+    def identify(self, prepared: Path, prepared_sha256: str, code_sha256: str, device: torch.device) -> None:
+        """Hash the run's `inputs` (role -> (path, sha256); the prepared dataset, the same for every run, is hashed
+        once by the caller), take its `fingerprint` and load its resumable `checkpoint` (None: start fresh)."""
+        remove_temporaries(self.paths.out_dir)
+        self.inputs = {"prepared": (prepared, prepared_sha256),
+                       "partition": (Path(self.partition), file_sha256(self.partition)),
+                       "trace": (Path(self.trace), file_sha256(self.trace))}
+        # Everything the run's numbers depend on: a checkpoint or record made under another fingerprint (e.g. before a
+        # partition was regenerated with another α) is never resumed or restored.
+        self.fingerprint = json_digest({"spec": self.spec, "code": code_sha256,
+                                        "inputs": {role: sha256 for role, (_, sha256) in self.inputs.items()}})
+        self.checkpoint = load_checkpoint(self.paths.checkpoint, self.fingerprint, device)
+
 
 def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Path, spec: dict,
         execution: Execution = Execution(), stop_after_round: int | None = None) -> dict:
@@ -137,20 +150,20 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
     code_sha256 = training_code_sha256(run_algorithms(seeds[0].spec["algorithm"]))
     device = check_device(execution.device)
     prepared_sha256 = file_sha256(prepared_path)
-    identities = [_identity(Path(prepared_path), prepared_sha256, s, code_sha256, device) for s in seeds]
-    results = [_restore_finished(s.paths, identity[2], s.spec) for s, identity in zip(seeds, identities)]
+    for seed in seeds:
+        seed.identify(Path(prepared_path), prepared_sha256, code_sha256, device)
+    results = [_restore_finished(s.paths, s.fingerprint, s.spec) for s in seeds]
     pending = [j for j, result in enumerate(results) if result is None]
     if not pending:
         return results
-    seeds, identities = [seeds[j] for j in pending], [identities[j] for j in pending]
-    threads = next((c.threads for *_, c in identities if c is not None), execution.threads)
+    seeds = [seeds[j] for j in pending]
+    threads = next((s.checkpoint.threads for s in seeds if s.checkpoint is not None), execution.threads)
     if threads != execution.threads:
         log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
     shared = _Shared(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
-    runs = [SeedRun(shared, s, *identity, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "")
-            for s, identity in zip(seeds, identities)]
+    runs = [SeedRun(shared, s, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "") for s in seeds]
     _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
     for j, seed_run in zip(pending, runs):
         results[j] = seed_run.result
@@ -235,17 +248,6 @@ def _name(spec: dict) -> str:
     return f"{spec.get('experiment')}/{spec.get('algorithm_id')} seed {spec['seed']}"
 
 
-def _identity(prepared: Path, prepared_sha256: str, seed: RunInputs, code_sha256: str, device: torch.device):
-    """A seed's inputs with their hashes, its fingerprint and its resumable checkpoint (None: start fresh); the
-    prepared dataset, the same for every seed, is hashed once by the caller."""
-    remove_temporaries(seed.paths.out_dir)
-    inputs = {"prepared": prepared, "partition": Path(seed.partition), "trace": Path(seed.trace)}
-    inputs_sha256 = {"prepared": prepared_sha256, "partition": file_sha256(seed.partition),
-                     "trace": file_sha256(seed.trace)}
-    fingerprint = run_fingerprint(seed.spec, code_sha256, inputs_sha256)
-    return inputs, inputs_sha256, fingerprint, load_checkpoint(seed.paths.checkpoint, fingerprint, device)
-
-
 class _Shared:
     """What all seeds of one process share: the device, the prepared dataset on it, one model (its parameters are
     only a workspace; every seed's weights are vectors), the back end and the run's settings."""
@@ -272,11 +274,10 @@ class SeedRun:
     """One seed inside a training process: its algorithm, local trainer, trace and state, and its outputs (metrics
     rows on the evaluation schedule, checkpoints, the summary with provenance)."""
 
-    def __init__(self, shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path],
-                 inputs_sha256: dict[str, str], fingerprint: str, checkpoint: Checkpoint | None, label: str):
-        spec, training, device = seed_inputs.spec, shared.training, shared.device
-        self.shared, self.spec, self.paths, self.fingerprint = shared, spec, seed_inputs.paths, fingerprint
-        self.inputs, self.inputs_sha256 = inputs, inputs_sha256
+    def __init__(self, shared: _Shared, seed_inputs: RunInputs, label: str):
+        spec, training, device, checkpoint = seed_inputs.spec, shared.training, shared.device, seed_inputs.checkpoint
+        self.shared, self.spec, self.paths, self.inputs = shared, spec, seed_inputs.paths, seed_inputs.inputs
+        self.fingerprint = seed_inputs.fingerprint
         self.label = label  # names the seed in log lines when several train in one process
         seed = int(spec["seed"])
         # A hand-written spec's lr is in shared.local.
@@ -311,8 +312,8 @@ class SeedRun:
         self.result: dict | None = None  # the summary once written, or {"stopped_at": round}
         # The header that opens every training log: what ran, from which inputs, where, and from which round.
         log.info("run spec: %s", json.dumps(spec, sort_keys=True))
-        for role, path in inputs.items():
-            log.info("input %s: %s sha256=%s", role, path, inputs_sha256[role])
+        for role, (path, sha256) in self.inputs.items():
+            log.info("input %s: %s sha256=%s", role, path, sha256)
         log.info("device=%s threads=%d batched=%s", device, shared.threads, shared.batched)
         log.info("start: %s", f"resuming at round {self.next_round}" if self.next_round else "fresh, round 0")
         self.progress = _progress(self.next_round, rounds, label)
@@ -368,8 +369,7 @@ class SeedRun:
             "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": int(spec["seed"]),
             "spec": spec, "rounds_completed": len(self.rows), "diverged_at": self.diverged_at,
             "divergence": self.divergence,
-            "inputs": {role: {"path": str(path), "sha256": self.inputs_sha256[role]}
-                       for role, path in self.inputs.items()},
+            "inputs": {role: {"path": str(path), "sha256": sha256} for role, (path, sha256) in self.inputs.items()},
             "state_bytes": state_bytes(self.state) + state_bytes(self.local_state),
             "local_state_bytes": state_bytes(self.local_state), "dimension": shared.model.dim,
             "wall_seconds": self.elapsed(),

@@ -35,7 +35,7 @@ from fedavail.engine.evaluate import evaluate
 from fedavail.engine.local import ClientTrainer, LocalResult, LocalWork, train_together, vmap_supported
 from fedavail.engine.params import FlatModel
 from fedavail.integrity import DIGEST, json_digest, seal_summary
-from fedavail.io import atomic_path, remove_temporaries, write_json
+from fedavail.io import atomic_path, remove_temporaries, write_json, write_text
 from fedavail.models import build_model
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
 from fedavail.plan.local import resolve_local
@@ -381,8 +381,8 @@ class SeedRun:
         }
         self.result = _write_metrics(self.paths, self.rows, summary)
         record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": self.result}
-        with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
-            tmp.write_text(json.dumps({**record, DIGEST: json_digest(record)}, default=str))
+        # Unsorted keys: the rows keep their column order.
+        write_text(self.paths.finished, json.dumps({**record, DIGEST: json_digest(record)}, default=str))
         self.paths.checkpoint.unlink(missing_ok=True)
 
 

@@ -99,8 +99,7 @@ class Execution:
 
 @dataclass
 class RunInputs:
-    """One run's files: its partition and trace, the folder its outputs go to, and its spec (the prepared dataset
-    is the same for all runs of a process)."""
+    """One run's partition, trace, output folder and spec (the prepared dataset is the same for a process's runs)."""
 
     partition: Path
     trace: Path
@@ -171,8 +170,7 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
 
 
 def _restore_finished(paths: RunPaths, fingerprint: str, spec: dict) -> dict | None:
-    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None.
-    A record that fails its checks is set aside and the seed is trained again."""
+    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None."""
     record = integrity.read_or_set_aside(paths.finished, lambda path: _read_record(path, fingerprint, spec), ".invalid",
                                          "the seed is trained again")
     if record is None:
@@ -296,7 +294,6 @@ class SeedRun:
         data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
         self.trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
         train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
-        # The models are evaluated on the test set and a fixed subset of the train set.
         self.splits = {"test": (shared.dataset["test_x"], shared.dataset["test_y"]),
                        "train": (shared.dataset["train_x"][train_eval], shared.dataset["train_y"][train_eval])}
 

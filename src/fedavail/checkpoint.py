@@ -5,7 +5,6 @@ is renamed to `<name>.unreadable` and the run starts over, so a damaged file nev
 import hashlib
 import json
 import logging
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,32 +48,28 @@ def save_checkpoint(path: str | Path, *, fingerprint: str, tensors: dict[str, di
 
 
 def set_aside(path: Path, reason: str) -> Path:
-    aside = integrity.set_aside(path, ".unreadable")
-    log.warning("checkpoint %s is unreadable (%s); set aside as %s, the run starts over", path, reason, aside)
-    return aside
+    return integrity.set_aside(path, ".unreadable", reason, "the run starts over")
+
+
+def _read(path: Path) -> Checkpoint:
+    if (damage := integrity.damage(path)) is not None:
+        raise ValueError(damage)
+    raw = torch.load(path, map_location="cpu", weights_only=True)
+    meta = json.loads(raw["meta"])
+    groups = raw["tensors"]
+    if meta.get("format") != FORMAT or not all(
+            isinstance(t, torch.Tensor) for named in groups.values() for t in named.values()):
+        raise ValueError(f"not a fedavail checkpoint of format {FORMAT}")
+    if raw.get("sha256") != content_sha256(raw["meta"], groups):
+        raise ValueError("its content does not match its digest (edited or corrupted)")
+    return Checkpoint(meta["fingerprint"], groups, meta["rows"], int(meta["next_round"]), float(meta["elapsed"]),
+                      int(meta["threads"]), bool(meta["batched"]))
 
 
 def load_checkpoint(path: str | Path, fingerprint: str, device: torch.device) -> Checkpoint | None:
     """The checkpoint at `path` if it exists, is readable and was made under `fingerprint`; else None."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    try:
-        with zipfile.ZipFile(path) as archive:
-            if (bad := archive.testzip()) is not None:
-                raise ValueError(f"member {bad} fails its CRC check")
-        raw = torch.load(path, map_location="cpu", weights_only=True)
-        meta = json.loads(raw["meta"])
-        groups = raw["tensors"]
-        if meta.get("format") != FORMAT or not all(
-                isinstance(t, torch.Tensor) for named in groups.values() for t in named.values()):
-            raise ValueError(f"not a fedavail checkpoint of format {FORMAT}")
-        if raw.get("sha256") != content_sha256(raw["meta"], groups):
-            raise ValueError("its content does not match its digest (edited or corrupted)")
-        checkpoint = Checkpoint(meta["fingerprint"], groups, meta["rows"], int(meta["next_round"]),
-                                float(meta["elapsed"]), int(meta["threads"]), bool(meta["batched"]))
-    except Exception as error:  # any damage (EOFError, zip errors, missing keys, bad JSON) means: start over
-        set_aside(path, f"{type(error).__name__}: {error}")
+    checkpoint = integrity.read_or_set_aside(Path(path), _read, ".unreadable", "the run starts over")
+    if checkpoint is None:
         return None
     if checkpoint.fingerprint != fingerprint:
         log.info("ignoring checkpoint %s: made from another spec, other inputs or other training code", path)

@@ -2,6 +2,7 @@
 through files."""
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -14,16 +15,15 @@ from fedavail.plan.experiments import DEVICE, ExecutionOptions
 log = logging.getLogger(__name__)
 
 
-def _json(text: str):
+def _spec(text: str, many: bool = False) -> dict | list[dict]:
+    """--spec: a JSON object, or with `many` a non-empty JSON list of them (train-seeds)."""
     try:
-        return json.loads(text)
+        spec = json.loads(text)
     except json.JSONDecodeError as error:
         raise argparse.ArgumentTypeError(f"--spec is not valid JSON: {error}") from error
-
-
-def _spec(text: str) -> dict:
-    spec = _json(text)
-    if not isinstance(spec, dict):
+    if many and not (isinstance(spec, list) and spec and all(isinstance(s, dict) for s in spec)):
+        raise argparse.ArgumentTypeError("--spec must be a non-empty JSON list of objects, one run spec per seed")
+    if not many and not isinstance(spec, dict):
         raise argparse.ArgumentTypeError("--spec must be a JSON object")
     return spec
 
@@ -103,13 +103,6 @@ def cmd_train(args) -> int:
     return 3 if any("stopped_at" in result for result in results) else 0
 
 
-def _specs(text: str) -> list[dict]:
-    specs = _json(text)
-    if not isinstance(specs, list) or not specs or not all(isinstance(s, dict) for s in specs):
-        raise argparse.ArgumentTypeError("--spec must be a non-empty JSON list of objects, one run spec per seed")
-    return specs
-
-
 def _device(text: str) -> str:
     if not DEVICE.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not auto, cpu, cuda or cuda:N")
@@ -171,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         stage.add_argument("--partition", type=Path, nargs=many, required=True, help=one_each)
         stage.add_argument("--trace", type=Path, nargs=many, required=True, help=one_each)
         stage.add_argument("--out-dir", type=Path, nargs=many, required=True, help=one_each)
-        stage.add_argument("--spec", type=_specs if many else _spec, required=True,
+        stage.add_argument("--spec", type=functools.partial(_spec, many=True) if many else _spec, required=True,
                             help="JSON list of the runs' specs" if many else None)
         stage.add_argument("--threads", type=int, default=defaults.train_threads)
         stage.add_argument("--device", type=_device, default=defaults.device,

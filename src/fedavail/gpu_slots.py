@@ -6,28 +6,21 @@ however the process exits, so a crashed job never leaves a slot taken. This modu
 CUDA_VISIBLE_DEVICES once, when it initialises."""
 
 import fcntl
+import itertools
 import logging
 import os
 import re
 import socket
 import subprocess
-from dataclasses import dataclass, field
+from collections import namedtuple
 from pathlib import Path
-from typing import IO
 
 log = logging.getLogger("fedavail.gpu_slots")
 
 MAX_LEVELS = 64
 _HIDDEN = ("", "-1", "none", "NoDevFiles")
-_held: list["Slot"] = []  # slots claimed by this process: kept referenced (and locked) until it exits
-
-
-@dataclass
-class Slot:
-    device: str
-    level: int
-    path: Path
-    handle: IO = field(repr=False)
+Slot = namedtuple("Slot", "device level path handle")  # handle: the open, locked slot file
+_held: list[Slot] = []  # slots claimed by this process: kept referenced (and locked) until it exits
 
 
 def visible_devices() -> list[str]:
@@ -59,45 +52,35 @@ def gpu_count() -> int:
     return int(override) if override else len(visible_devices())
 
 
-def acquire(slot_dir: str | os.PathLike, devices: list[str]) -> Slot:
-    """Lock the first free slot: devices in order on level 0 (one job per device), then level 1 (a second job on a
-    device: never a wait), and so on."""
-    if not devices:
-        raise ValueError("no devices to choose from")
-    slot_dir = Path(slot_dir)
-    slot_dir.mkdir(parents=True, exist_ok=True)
-    host = _safe(socket.gethostname())
-    for level in range(MAX_LEVELS):
-        for device in devices:
-            path = slot_dir / f"{host}.gpu-{_safe(device)}.{level}.lock"
-            handle = open(path, "a+")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                continue
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"{os.getpid()}\n")
-            handle.flush()
-            return Slot(device, level, path, handle)
-    raise RuntimeError(f"all {MAX_LEVELS} levels of {len(devices)} GPU slots under {slot_dir} are taken")
-
-
 def claim(slot_dir: str | os.PathLike, requested_device: str = "auto") -> Slot | None:
-    """Give this process one device via CUDA_VISIBLE_DEVICES (call before torch touches CUDA); None for a fixed device
-    (`cpu`, `cuda:N`) or at most one visible (e.g. the one GPU SLURM gave the job)."""
+    """Give this process one device via CUDA_VISIBLE_DEVICES (call before torch touches CUDA): lock the first free
+    slot, devices in order on level 0 (one job per device), then level 1 (a second job on a device: never a wait), and
+    so on. None for a fixed device (`cpu`, `cuda:N`) or at most one visible (e.g. the one GPU SLURM gave the job)."""
     if requested_device not in ("auto", "cuda"):
         return None
     devices = visible_devices()
     if len(devices) < 2:
         return None
-    slot = acquire(slot_dir, devices)
-    _held.append(slot)
-    os.environ["CUDA_VISIBLE_DEVICES"] = slot.device
-    log.info("GPU slot: CUDA_VISIBLE_DEVICES=%s (%s of %s; %s)", slot.device,
-             "sole user" if slot.level == 0 else f"sharing, level {slot.level}", ",".join(devices), slot.path)
-    return slot
+    slot_dir = Path(slot_dir)
+    slot_dir.mkdir(parents=True, exist_ok=True)
+    host = _safe(socket.gethostname())
+    for level, device in itertools.product(range(MAX_LEVELS), devices):
+        path = slot_dir / f"{host}.gpu-{_safe(device)}.{level}.lock"
+        handle = open(path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        handle.truncate(0)
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        _held.append(Slot(device, level, path, handle))
+        os.environ["CUDA_VISIBLE_DEVICES"] = device
+        log.info("GPU slot: CUDA_VISIBLE_DEVICES=%s (%s of %s; %s)", device,
+                 "sole user" if level == 0 else f"sharing, level {level}", ",".join(devices), path)
+        return _held[-1]
+    raise RuntimeError(f"all {MAX_LEVELS} levels of {len(devices)} GPU slots under {slot_dir} are taken")
 
 
 def _safe(text: str) -> str:

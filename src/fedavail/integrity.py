@@ -7,8 +7,12 @@ beside it, so an edited, emptied or copied summary or metrics file is damaged.""
 import functools
 import hashlib
 import json
+import logging
 import os
+import zipfile
 from pathlib import Path
+
+log = logging.getLogger("fedavail.integrity")
 
 # Snakemake options under which an invocation runs no job, so it must not set damaged files aside (nothing would
 # rebuild them): argparse destinations of snakemake.cli.
@@ -60,8 +64,6 @@ def damage(path: Path, check_run=run_problem) -> str | None:
         return check_run(path.parent)
     try:
         if path.suffix in ZIP_SUFFIXES:
-            import zipfile
-
             with zipfile.ZipFile(path) as archive:
                 bad = archive.testzip()
             return None if bad is None else f"member {bad} fails its CRC check"
@@ -83,8 +85,22 @@ def damaged(paths) -> list[tuple[Path, str]]:
     return [(path, why) for path, why in checked if why]
 
 
-def set_aside(path: Path, suffix: str = ".damaged") -> Path:
-    """Rename `path` to `<name><suffix>` (replacing an older one) and return the new path."""
+def set_aside(path: Path, suffix: str = ".damaged", why: str | None = None, then: str = "") -> Path:
+    """Rename `path` to `<name><suffix>` (replacing an older one) and return the new path; logged with `why`."""
     aside = path.with_name(path.name + suffix)
     os.replace(path, aside)
+    if why is not None:
+        log.warning("%s cannot be used (%s); set aside as %s, %s", path, why, aside, then)
     return aside
+
+
+def read_or_set_aside(path: Path, read, suffix: str, then: str):
+    """`read(path)`, or None when there is no file at `path`; a file that `read` fails on in any way (damaged,
+    edited, not what it claims to be) is set aside, so it never blocks a rerun, and None is returned."""
+    if not path.exists():
+        return None
+    try:
+        return read(path)
+    except Exception as error:  # EOFError, zip errors, missing keys, bad JSON, a failed check: all mean set aside
+        set_aside(path, suffix, f"{type(error).__name__}: {error}", then)
+        return None

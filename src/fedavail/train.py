@@ -35,12 +35,12 @@ from fedavail.engine.evaluate import evaluate
 from fedavail.engine.local import ClientTrainer, LocalResult, LocalWork, train_together, vmap_supported
 from fedavail.engine.params import FlatModel
 from fedavail.integrity import DIGEST, json_digest, seal_summary
-from fedavail.io import atomic_path, remove_temporaries, write_json
+from fedavail.io import atomic_path, remove_temporaries, write_json, write_text
 from fedavail.models import build_model
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
 from fedavail.plan.local import resolve_local
 from fedavail.plan.sources import run_algorithms, training_code_sha256
-from fedavail.provenance import file_sha256, run_fingerprint
+from fedavail.provenance import file_sha256
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
@@ -50,21 +50,15 @@ class DeviceUnavailable(RuntimeError):
     """The CUDA device asked for is not on this machine."""
 
 
-def check_device(requested: str) -> None:
-    """Raise DeviceUnavailable when `requested` names a CUDA device (cuda, cuda:N) this machine lacks."""
-    if not requested.startswith("cuda"):
-        return
-    if not torch.cuda.is_available():
-        raise DeviceUnavailable(f"{requested!r}, but CUDA is not available on this machine")
-    index = int(requested.partition(":")[2] or 0)
-    if index >= torch.cuda.device_count():
-        raise DeviceUnavailable(f"{requested!r}, but this machine has {torch.cuda.device_count()} CUDA device(s)")
-
-
-def pick_device(requested: str) -> torch.device:
+def check_device(requested: str) -> torch.device:
+    """The device `requested` names (auto: CUDA when present); DeviceUnavailable for a CUDA device (cuda, cuda:N)
+    this machine lacks."""
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    check_device(requested)
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise DeviceUnavailable(f"{requested!r}, but CUDA is not available on this machine")
+    if requested.startswith("cuda") and int(requested.partition(":")[2] or 0) >= torch.cuda.device_count():
+        raise DeviceUnavailable(f"{requested!r}, but this machine has {torch.cuda.device_count()} CUDA device(s)")
     return torch.device(requested)
 
 
@@ -105,8 +99,7 @@ class Execution:
 
 @dataclass
 class RunInputs:
-    """One run's files: its partition and trace, the folder its outputs go to, and its spec (the prepared dataset
-    is the same for all runs of a process)."""
+    """One run's partition, trace, output folder and spec (the prepared dataset is the same for a process's runs)."""
 
     partition: Path
     trace: Path
@@ -115,6 +108,19 @@ class RunInputs:
 
     def __post_init__(self):
         self.paths = RunPaths(Path(self.out_dir))
+
+    def identify(self, prepared: Path, prepared_sha256: str, code_sha256: str, device: torch.device) -> None:
+        """Hash the run's `inputs` (role -> (path, sha256); the prepared dataset, the same for every run, is hashed
+        once by the caller), take its `fingerprint` and load its resumable `checkpoint` (None: start fresh)."""
+        remove_temporaries(self.paths.out_dir)
+        self.inputs = {"prepared": (prepared, prepared_sha256),
+                       "partition": (Path(self.partition), file_sha256(self.partition)),
+                       "trace": (Path(self.trace), file_sha256(self.trace))}
+        # Everything the run's numbers depend on: a checkpoint or record made under another fingerprint (e.g. before a
+        # partition was regenerated with another α) is never resumed or restored.
+        self.fingerprint = json_digest({"spec": self.spec, "code": code_sha256,
+                                        "inputs": {role: sha256 for role, (_, sha256) in self.inputs.items()}})
+        self.checkpoint = load_checkpoint(self.paths.checkpoint, self.fingerprint, device)
 
 
 def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Path, spec: dict,
@@ -141,22 +147,22 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
     _check_same_settings([s.spec for s in seeds])
     stopping.install()
     code_sha256 = training_code_sha256(run_algorithms(seeds[0].spec["algorithm"]))
-    device = pick_device(execution.device)
+    device = check_device(execution.device)
     prepared_sha256 = file_sha256(prepared_path)
-    identities = [_identity(Path(prepared_path), prepared_sha256, s, code_sha256, device) for s in seeds]
-    results = [_restore_finished(s.paths, identity[2], s.spec) for s, identity in zip(seeds, identities)]
+    for seed in seeds:
+        seed.identify(Path(prepared_path), prepared_sha256, code_sha256, device)
+    results = [_restore_finished(s.paths, s.fingerprint, s.spec) for s in seeds]
     pending = [j for j, result in enumerate(results) if result is None]
     if not pending:
         return results
-    seeds, identities = [seeds[j] for j in pending], [identities[j] for j in pending]
-    threads = next((c.threads for *_, c in identities if c is not None), execution.threads)
+    seeds = [seeds[j] for j in pending]
+    threads = next((s.checkpoint.threads for s in seeds if s.checkpoint is not None), execution.threads)
     if threads != execution.threads:
         log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
     shared = _Shared(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
-    runs = [SeedRun(shared, s, *identity, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "")
-            for s, identity in zip(seeds, identities)]
+    runs = [SeedRun(shared, s, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "") for s in seeds]
     _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
     for j, seed_run in zip(pending, runs):
         results[j] = seed_run.result
@@ -164,55 +170,49 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
 
 
 def _restore_finished(paths: RunPaths, fingerprint: str, spec: dict) -> dict | None:
-    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None.
-    A record that fails its checks is set aside and the seed is trained again."""
-    if not paths.finished.exists():
+    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None."""
+    record = integrity.read_or_set_aside(paths.finished, lambda path: _read_record(path, fingerprint, spec), ".invalid",
+                                         "the seed is trained again")
+    if record is None:
         return None
-    try:
-        record = json.loads(paths.finished.read_text())
-        if isinstance(record, dict) and record.get("fingerprint") != fingerprint:
-            return None  # another spec, code or inputs: the seed is trained again and the record replaced
-        problem = _record_problem(record, spec) if isinstance(record, dict) else "not a JSON object"
-    except Exception as error:  # unreadable, or not shaped as a record: set aside, never a crash on every rerun
-        problem = f"{type(error).__name__}: {error}"
-    if problem is not None:
-        aside = integrity.set_aside(paths.finished, ".invalid")
-        log.warning("record %s is not this run's (%s); set aside as %s, the seed is trained again", paths.finished,
-                    problem, aside)
-        return None
-    _write_metrics(paths.metrics, record["rows"])
-    summary = seal_summary(record["summary"], paths.metrics)
-    write_json(paths.summary, summary)
+    summary = _write_metrics(paths, record["rows"], record["summary"])
     log.info("seed %s finished before with this spec, code and inputs: outputs rewritten from %s", spec["seed"],
              paths.finished)
     return summary
 
 
-def _record_problem(record: dict, spec: dict) -> str | None:
-    """Why a finished record of this run's fingerprint cannot be restored: edited, or not a whole run of `spec`."""
+def _read_record(path: Path, fingerprint: str, spec: dict) -> dict | None:
+    """The finished record at `path` if made under `fingerprint`, else None (the seed is trained again and the record
+    replaced); ValueError when it cannot be restored: edited, or not a whole run of `spec`."""
+    record = json.loads(path.read_text())
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    if record.get("fingerprint") != fingerprint:
+        return None
     if record.get(DIGEST) != json_digest({k: v for k, v in record.items() if k != DIGEST}):
-        return "its content does not match its digest"
+        raise ValueError("its content does not match its digest")
     summary, rows = record.get("summary"), record.get("rows")
     if not isinstance(summary, dict) or summary.get("spec") != spec or summary.get("seed") != spec["seed"]:
-        return "its summary is not of this run's spec and seed"
+        raise ValueError("its summary is not of this run's spec and seed")
     if not isinstance(rows, list) or [row.get("round") for row in rows] != list(range(len(rows))):
-        return "its rows are not rounds 0, 1, 2, ..."
+        raise ValueError("its rows are not rounds 0, 1, 2, ...")
     diverged_at = summary.get("diverged_at")
     if len(rows) != summary.get("rounds_completed") or len(rows) != (
             int(spec["training"]["rounds"]) if diverged_at is None else diverged_at + 1):
-        return f"{len(rows)} rows for a run of {spec['training']['rounds']} rounds"
+        raise ValueError(f"{len(rows)} rows for a run of {spec['training']['rounds']} rounds")
     for row in rows:
         for name, value in row.items():
             if isinstance(value, (int, float)) and not math.isnan(value) and (
                     "acc" in name and not 0 <= value <= 1 or "loss" in name and not value >= 0):
-                return f"round {row['round']}: {name} = {value} is out of range"
-    return None
+                raise ValueError(f"round {row['round']}: {name} = {value} is out of range")
+    return record
 
 
-def _write_metrics(path: Path, rows: list[dict]) -> None:
-    """One row per round, a column per metric in order of first appearance, typed as pandas types such rows: int64
-    where every round holds an integer, else float64 with NaN where a round lacks the metric. The arrays are built
-    from raw buffers because converting Python values (pyarrow.array) imports pandas: ~0.3 s of every training job."""
+def _write_metrics(paths: RunPaths, rows: list[dict], summary: dict) -> dict:
+    """The run's metrics, then its summary sealed with them (returned). Metrics: one row per round, a column per
+    metric in order of first appearance, typed as pandas types such rows: int64 where every round holds an integer,
+    else float64 with NaN where a round lacks the metric. The arrays are built from raw buffers because converting
+    Python values (pyarrow.array) imports pandas: ~0.3 s of every training job."""
     columns = {}
     for name in dict.fromkeys(key for row in rows for key in row):
         values = [row.get(name) for row in rows]
@@ -221,8 +221,11 @@ def _write_metrics(path: Path, rows: list[dict]) -> None:
         else:
             array = np.array([math.nan if v is None else v for v in values], dtype=np.float64)
         columns[name] = pa.Array.from_buffers(pa.from_numpy_dtype(array.dtype), len(array), [None, pa.py_buffer(array)])
-    with atomic_path(path) as tmp:
+    with atomic_path(paths.metrics) as tmp:
         pq.write_table(pa.Table.from_arrays(list(columns.values()), names=list(columns)), tmp)
+    sealed = seal_summary(summary, paths.metrics)
+    write_json(paths.summary, sealed)
+    return sealed
 
 
 # What may differ between runs trained in one process: which run each is. Everything they compute with is shared.
@@ -241,17 +244,6 @@ def _check_same_settings(specs: list[dict]) -> None:
 
 def _name(spec: dict) -> str:
     return f"{spec.get('experiment')}/{spec.get('algorithm_id')} seed {spec['seed']}"
-
-
-def _identity(prepared: Path, prepared_sha256: str, seed: RunInputs, code_sha256: str, device: torch.device):
-    """A seed's inputs with their hashes, its fingerprint and its resumable checkpoint (None: start fresh); the
-    prepared dataset, the same for every seed, is hashed once by the caller."""
-    remove_temporaries(seed.paths.out_dir)
-    inputs = {"prepared": prepared, "partition": Path(seed.partition), "trace": Path(seed.trace)}
-    inputs_sha256 = {"prepared": prepared_sha256, "partition": file_sha256(seed.partition),
-                     "trace": file_sha256(seed.trace)}
-    fingerprint = run_fingerprint(seed.spec, code_sha256, inputs_sha256)
-    return inputs, inputs_sha256, fingerprint, load_checkpoint(seed.paths.checkpoint, fingerprint, device)
 
 
 class _Shared:
@@ -280,11 +272,10 @@ class SeedRun:
     """One seed inside a training process: its algorithm, local trainer, trace and state, and its outputs (metrics
     rows on the evaluation schedule, checkpoints, the summary with provenance)."""
 
-    def __init__(self, shared: _Shared, seed_inputs: RunInputs, inputs: dict[str, Path],
-                 inputs_sha256: dict[str, str], fingerprint: str, checkpoint: Checkpoint | None, label: str):
-        spec, training, device = seed_inputs.spec, shared.training, shared.device
-        self.shared, self.spec, self.paths, self.fingerprint = shared, spec, seed_inputs.paths, fingerprint
-        self.inputs, self.inputs_sha256 = inputs, inputs_sha256
+    def __init__(self, shared: _Shared, seed_inputs: RunInputs, label: str):
+        spec, training, device, checkpoint = seed_inputs.spec, shared.training, shared.device, seed_inputs.checkpoint
+        self.shared, self.spec, self.paths, self.inputs = shared, spec, seed_inputs.paths, seed_inputs.inputs
+        self.fingerprint = seed_inputs.fingerprint
         self.label = label  # names the seed in log lines when several train in one process
         seed = int(spec["seed"])
         # A hand-written spec's lr is in shared.local.
@@ -303,7 +294,6 @@ class SeedRun:
         data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
         self.trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
         train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
-        # The models are evaluated on the test set and a fixed subset of the train set.
         self.splits = {"test": (shared.dataset["test_x"], shared.dataset["test_y"]),
                        "train": (shared.dataset["train_x"][train_eval], shared.dataset["train_y"][train_eval])}
 
@@ -319,8 +309,8 @@ class SeedRun:
         self.result: dict | None = None  # the summary once written, or {"stopped_at": round}
         # The header that opens every training log: what ran, from which inputs, where, and from which round.
         log.info("run spec: %s", json.dumps(spec, sort_keys=True))
-        for role, path in inputs.items():
-            log.info("input %s: %s sha256=%s", role, path, inputs_sha256[role])
+        for role, (path, sha256) in self.inputs.items():
+            log.info("input %s: %s sha256=%s", role, path, sha256)
         log.info("device=%s threads=%d batched=%s", device, shared.threads, shared.batched)
         log.info("start: %s", f"resuming at round {self.next_round}" if self.next_round else "fresh, round 0")
         self.progress = _progress(self.next_round, rounds, label)
@@ -371,14 +361,12 @@ class SeedRun:
                         batched=self.shared.batched)
 
     def finish(self) -> None:
-        _write_metrics(self.paths.metrics, self.rows)
         shared, spec = self.shared, self.spec
         summary = {
             "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": int(spec["seed"]),
             "spec": spec, "rounds_completed": len(self.rows), "diverged_at": self.diverged_at,
             "divergence": self.divergence,
-            "inputs": {role: {"path": str(path), "sha256": self.inputs_sha256[role]}
-                       for role, path in self.inputs.items()},
+            "inputs": {role: {"path": str(path), "sha256": sha256} for role, (path, sha256) in self.inputs.items()},
             "state_bytes": state_bytes(self.state) + state_bytes(self.local_state),
             "local_state_bytes": state_bytes(self.local_state), "dimension": shared.model.dim,
             "wall_seconds": self.elapsed(),
@@ -388,11 +376,10 @@ class SeedRun:
                            "device": str(shared.device), "batched": shared.batched,
                            "python": sys.version.split()[0], "training_code_sha256": shared.code_sha256},
         }
-        self.result = seal_summary(summary, self.paths.metrics)
-        write_json(self.paths.summary, self.result)
+        self.result = _write_metrics(self.paths, self.rows, summary)
         record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": self.result}
-        with atomic_path(self.paths.finished) as tmp:  # unsorted keys: the rows keep their column order
-            tmp.write_text(json.dumps({**record, DIGEST: json_digest(record)}, default=str))
+        # Unsorted keys: the rows keep their column order.
+        write_text(self.paths.finished, json.dumps({**record, DIGEST: json_digest(record)}, default=str))
         self.paths.checkpoint.unlink(missing_ok=True)
 
 

@@ -44,8 +44,7 @@ class Fast(FastOptions, Algorithm):
 
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         state = self.inner.init_state(x0, client_sizes)
-        clash = sorted(set(state) & set(_KEYS))
-        if clash:
+        if clash := sorted(set(state) & set(_KEYS)):
             raise ValueError(f"fast: base {self.base!r} state already has key(s) {clash}")
         q = {"every": 1.0 / self.interval, "bernoulli": self.q, "adaptive": 0.0}[self.schedule]
         q0 = torch.tensor(q, dtype=torch.float64, device=x0.device)

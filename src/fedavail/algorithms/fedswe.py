@@ -27,12 +27,6 @@ from fedavail.algorithms.base import Algorithm, LocalResult, RoundContext, State
 from fedavail.plan.algorithms.fedswe import FedSWEOptions
 
 
-def clip_norm(vector: torch.Tensor, max_norm: float) -> torch.Tensor:
-    """vector rescaled to L2 norm max_norm when it is longer (the authors' `dataset.clip`)."""
-    norm = vector.norm()
-    return vector * (max_norm / norm) if norm > max_norm else vector
-
-
 class FedSWE(FedSWEOptions, Algorithm):
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
         m = len(client_sizes)
@@ -51,7 +45,9 @@ class FedSWE(FedSWEOptions, Algorithm):
         if self.echo_clip is None:
             echoed_sum = (result.start - self.global_lr * echo[:, None] * innovation).sum(0)  # Σ x_i†
         else:
-            step = clip_norm(-(echo[:, None] * innovation).mean(0), self.echo_clip)
+            step = -(echo[:, None] * innovation).mean(0)
+            norm = step.norm()  # rescaled to L2 norm echo_clip when longer (the authors' `dataset.clip`)
+            step = step * (self.echo_clip / norm) if norm > self.echo_clip else step
             echoed_sum = len(clients) * (result.start.mean(0) + self.global_lr * step)
         x_next = (echoed_sum + self.k * x) / (len(clients) + self.k)
         local.index_copy_(0, clients, x_next.expand(len(clients), -1))  # postponed multicast

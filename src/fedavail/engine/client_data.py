@@ -67,9 +67,6 @@ class ClientData:
         generator = torch_generator(seed, "epoch", client, epoch, device=self.device)
         return own[torch.randperm(len(own), generator=generator, device=self.device)]
 
-    def augmentation_generator(self, seed: int, round_index: int, client: int) -> torch.Generator:
-        return torch_generator(seed, "augmentation", round_index, client, device=self.device)
-
     def batch(self, positions: torch.Tensor, generator: torch.Generator):
         x = self.inputs(self.x[positions])
         if self.kind == "image" and self.augmentation.active:

@@ -18,7 +18,7 @@ from fedavail.engine.client_data import ClientData
 from fedavail.engine.optim import LocalOptimizer
 from fedavail.engine.params import FlatModel
 from fedavail.plan.local import LocalOptions
-from fedavail.rng import seed_sequence
+from fedavail.rng import seed_sequence, torch_generator
 from fedavail.stopping import raise_if_requested
 
 
@@ -148,8 +148,8 @@ class ClientTrainer:
             if position < count:
                 break
             epoch, position, epochs_done = epoch + 1, 0, epochs_done + 1
-        return ClientPlan(client, self.seed, data, batches, epoch_ends,
-                          data.augmentation_generator(self.seed, round_index, client), (epoch, position))
+        generator = torch_generator(self.seed, "augmentation", round_index, client, device=data.device)
+        return ClientPlan(client, self.seed, data, batches, epoch_ends, generator, (epoch, position))
 
 
 def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[LocalResult]:
@@ -164,51 +164,42 @@ def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[
     if not all(w.trainer.model is trainer.model and w.trainer.options == trainer.options
                and w.trainer.batched == trainer.batched for w in works):
         raise ValueError("local work trained together must share one model, one local setting and one back end")
-    busy = [w for w in works if len(w.clients)]
-    if not busy:
-        return [_no_work(w) for w in works]
-    plans = [[w.trainer.plan(client, round_index, w.state) for client in w.clients.tolist()] for w in busy]
-    starts = torch.cat([w.starts for w in busy])
-    correction = _joined_correction([w.correction for w in busy])
+    plans = [[w.trainer.plan(client, round_index, w.state) for client in w.clients.tolist()] for w in works]
+    flat_plans = [plan for p in plans for plan in p]
+    starts = torch.cat([w.starts for w in works])
+    correction = _joined_correction([w.correction for w in works])
     persistent = trainer.options.optimizer_state == "persistent"
     if persistent:
-        optimizer_rows = {k: torch.cat([w.state[k][w.clients.to(starts.device)] for w in busy])
+        optimizer_rows = {k: torch.cat([w.state[k][w.clients.to(starts.device)] for w in works])
                           for k in trainer.optimizer.keys}
     else:
         optimizer_rows = trainer.optimizer.init_rows(len(starts), trainer.model.dim, starts.dtype, starts.device)
     gradient_sums = torch.zeros_like(starts) if correction is not None and correction.mean_gradient else None
     trainer.model.module.train()
-    back_end = _train_vmap if trainer.batched else _train_loop
-    ends, step_losses, step_accuracies = back_end(trainer, [plan for p in plans for plan in p], starts, correction,
-                                                  round_index, lr, optimizer_rows, gradient_sums)
+    back_end = _train_vmap if trainer.batched and flat_plans else _train_loop  # the loop: also a round without work
+    ends, step_losses, step_accuracies = back_end(trainer, flat_plans, starts, correction, round_index, lr,
+                                                  optimizer_rows, gradient_sums)
     steps = torch.tensor([len(v) for v in step_losses], dtype=torch.int64)
     loss = torch.tensor([sum(v) / len(v) for v in step_losses], dtype=torch.float64)
     accuracy = torch.tensor([sum(v) / len(v) for v in step_accuracies], dtype=torch.float64)
     if gradient_sums is not None:
         gradient_sums = gradient_sums / steps.to(gradient_sums.device, gradient_sums.dtype)[:, None]
-    finished, offset = [], 0
-    for work, work_plans in zip(busy, plans):
+    results, offset = [], 0
+    for work, work_plans in zip(works, plans):
         part = slice(offset, offset + len(work_plans))
         offset += len(work_plans)
         clients, state, running = work.clients.to(work.starts.device), work.state, accuracy[part]
         if persistent:
             for key in trainer.optimizer.keys:
                 state[key].index_copy_(0, clients, optimizer_rows[key][part])
-        if "epoch" in state:
+        if "epoch" in state and work_plans:
             running = _running_accuracy(clients, work_plans, step_accuracies[part], state)
             cursors = torch.tensor([p.cursor for p in work_plans], dtype=torch.int64, device=clients.device)
             state["epoch"].index_copy_(0, clients, cursors[:, 0])
             state["epoch_batch"].index_copy_(0, clients, cursors[:, 1])
-        finished.append(LocalResult(work.starts, ends[part], loss[part], accuracy[part], steps[part], running,
-                                    None if gradient_sums is None else gradient_sums[part]))
-    finished = iter(finished)
-    return [next(finished) if len(w.clients) else _no_work(w) for w in works]
-
-
-def _no_work(work: LocalWork) -> LocalResult:
-    empty = work.starts.new_zeros(0).double().cpu()
-    return LocalResult(work.starts, work.starts.clone(), empty, empty, torch.zeros(0, dtype=torch.int64), empty,
-                       torch.zeros_like(work.starts))
+        results.append(LocalResult(work.starts, ends[part], loss[part], accuracy[part], steps[part], running,
+                                   None if gradient_sums is None else gradient_sums[part]))
+    return results
 
 
 def _running_accuracy(rows, plans, step_accuracies, state) -> torch.Tensor:

@@ -39,17 +39,12 @@ class LocalOptimizer:
             update = lr * new_state["momentum"]
         else:
             beta1, beta2 = o.betas
-            steps = state["adam_steps"] + 1
-            new_state["adam_steps"] = steps
+            new_state["adam_steps"] = steps = state["adam_steps"] + 1
             new_state["exp_avg"] = beta1 * state["exp_avg"] + (1 - beta1) * gradient
             new_state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * gradient * gradient
-            count = steps.to(weights.dtype)
-            if weights.dim() == 2:
-                count = count[:, None]
-            correction1 = 1 - beta1**count
-            correction2 = 1 - beta2**count
-            denominator = new_state["exp_avg_sq"].sqrt() / correction2.sqrt() + o.eps
-            update = (lr / correction1) * new_state["exp_avg"] / denominator
+            count = steps.to(weights.dtype).reshape(*weights.shape[:-1], 1)
+            denominator = new_state["exp_avg_sq"].sqrt() / (1 - beta2**count).sqrt() + o.eps
+            update = (lr / (1 - beta1**count)) * new_state["exp_avg"] / denominator
         new_weights = weights - update
         if active is not None:
             rows = active[:, None]

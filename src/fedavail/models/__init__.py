@@ -8,8 +8,7 @@ Initialisations (each drawn from the generator keyed by the run's seed, never th
     U(±1/√fan_in), embeddings N(0, 1), LSTM weights U(±1/√hidden)."""
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import namedtuple
 
 import torch
 from torch import nn
@@ -19,12 +18,7 @@ from fedavail.models.lstm import CharLSTM
 from fedavail.plan.models import MODEL_KINDS, MODEL_NAMES
 from fedavail.rng import torch_generator
 
-
-@dataclass(frozen=True)
-class Architecture:
-    build: Callable[..., nn.Module]
-    init: str  # kaiming_normal | pytorch_default
-
+Architecture = namedtuple("Architecture", "build init")  # init: kaiming_normal | pytorch_default
 
 ARCHITECTURES = {
     "fedswe_svhn_cnn": Architecture(cnn.fedswe_svhn_cnn, "kaiming_normal"),

@@ -16,7 +16,7 @@ import torch
 from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.partition import make_partition, save_partition
 import fedavail.checkpoint as checkpoint_mod
-from fedavail import divergence, integrity, provenance, stopping
+from fedavail import divergence, integrity, stopping
 from fedavail.engine.local import ClientTrainer
 from fedavail.train import Execution, run
 
@@ -176,7 +176,7 @@ def test_checkpoint_is_not_resumed_after_an_input_changes(inputs, tmp_path):
     summary = _run(changed, tmp_path / "run")
     _run(changed, tmp_path / "fresh")
     pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "fresh"))
-    assert summary["inputs"]["partition"]["sha256"] == provenance.file_sha256(changed / "partition.npz")
+    assert summary["inputs"]["partition"]["sha256"] == integrity.file_sha256(changed / "partition.npz")
     assert set(summary["inputs"]) == {"prepared", "partition", "trace"}
 
 
@@ -280,7 +280,7 @@ def test_the_log_opens_with_a_run_header(inputs, tmp_path, caplog):
     text = caplog.text
     assert "run spec: " + json.dumps(SPEC, sort_keys=True) in text
     for role, name in (("prepared", "data.pt"), ("partition", "partition.npz"), ("trace", "trace.npz")):
-        assert f"input {role}: {inputs / name} sha256={provenance.file_sha256(inputs / name)}" in text
+        assert f"input {role}: {inputs / name} sha256={integrity.file_sha256(inputs / name)}" in text
     assert "device=cpu threads=1 batched=True" in text  # auto: vmap for small_cnn at batch 16 (engine.backend)
     assert "start: fresh, round 0" in text and "start: resuming at round 2" in text
 

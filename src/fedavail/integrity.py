@@ -1,8 +1,9 @@
-"""Files that are damaged, edited or not what they claim to be are never used: a real run renames them to
-`<name>.damaged` and rebuilds them (README). A truncated file would otherwise look complete to Snakemake (a damaged
-trace would make it rerun the runs downstream, deleting their finished results, before the job fails on the trace).
-A run's summary.json is sealed: it names its run and carries a digest of its own content and of the metrics.parquet
-beside it, so an edited, emptied or copied summary or metrics file is damaged."""
+"""Content digests (a run's fingerprint hashes its input files), and files that are damaged, edited or not what they
+claim to be, which are never used: a real run renames them to `<name>.damaged` and rebuilds them (README). A truncated
+file would otherwise look complete to Snakemake (a damaged trace would make it rerun the runs downstream, deleting
+their finished results, before the job fails on the trace). A run's summary.json is sealed: it names its run and
+carries a digest of its own content and of the metrics.parquet beside it, so an edited, emptied or copied summary or
+metrics file is damaged."""
 
 import functools
 import hashlib
@@ -23,6 +24,11 @@ NOT_EXECUTING_FLAGS = ("dryrun", "touch", "summary", "detailed_summary", "list_c
                        "archive", "export_cwl", "list_conda_envs", "conda_cleanup_envs")
 ZIP_SUFFIXES = (".npz", ".pt")  # npz and torch files are zip archives, with a CRC per member
 DIGEST = "digest"
+
+
+def file_sha256(path: str | Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def json_digest(value) -> str:

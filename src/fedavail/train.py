@@ -34,13 +34,12 @@ from fedavail.engine.client_data import ClientData
 from fedavail.engine.evaluate import evaluate
 from fedavail.engine.local import ClientTrainer, LocalResult, LocalWork, train_together, vmap_supported
 from fedavail.engine.params import FlatModel
-from fedavail.integrity import DIGEST, json_digest, seal_summary
+from fedavail.integrity import DIGEST, file_sha256, json_digest, seal_summary
 from fedavail.io import atomic_path, remove_temporaries, write_json, write_text
 from fedavail.models import build_model
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
 from fedavail.plan.local import resolve_local
 from fedavail.plan.sources import run_algorithms, training_code_sha256
-from fedavail.provenance import file_sha256
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")

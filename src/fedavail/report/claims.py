@@ -67,16 +67,11 @@ def _combine(verdicts: list[str]) -> str:
     return FAILS if FAILS in verdicts else HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
 
 
-def _show(value: float, metric: str, signed: bool = False) -> str:
-    """Accuracies (fractions) in percentage points, the consensus error as it is."""
-    sign = "+" if signed else ""
-    if value != value:
-        return "—"
-    return f"{value:{sign}.3g}" if metric == "consensus_error" else f"{100 * value:{sign}.1f}"
-
-
-def _unit(metric: str) -> str:
-    return "" if metric == "consensus_error" else " points"
+def _show(value: float, metric: str, signed: bool = False, unit: bool = False) -> str:
+    """Accuracies (fractions) in percentage points (`unit`: followed by " points"), the consensus error as it is."""
+    sign, points = "+" if signed else "", metric != "consensus_error"
+    text = "—" if value != value else f"{100 * value:{sign}.1f}" if points else f"{value:{sign}.3g}"
+    return text + " points" * (unit and points)
 
 
 def window_gain(run: pd.DataFrame, column: str, window: int) -> pd.Series:
@@ -113,8 +108,8 @@ class _Evaluation:
         values = per_run.set_index("seed")["value"].astype(float).sort_index()
         entry = {**cell, "values": values, "rounds": rounds, "letter": chr(ord("A") + len(self.cells)),
                  "column": column, "identity": run["identity"].iloc[0] if len(run) else cell["algorithm"],
-                 "attributes": run.iloc[0] if len(run) else None}
-        entry["mean"], entry["std"] = float(values.mean()), float(values.std(ddof=0))
+                 "attributes": run.iloc[0] if len(run) else None, "mean": float(values.mean()),
+                 "std": float(values.std(ddof=0))}
         missing = values.index[~np.isfinite(values.to_numpy())].tolist()
         if missing or values.empty:
             self.problems.append(f"no value for seed {', '.join(map(str, missing)) or '—'} of {entry['letter']}")
@@ -156,7 +151,7 @@ class _Evaluation:
             return self._difference(cells["0"], cells["1"])
         if kind == "non_inferior":
             margin = check["margin"]
-            note = f" (margin {_show(margin, cells['method']['metric'])}{_unit(cells['method']['metric'])})"
+            note = f" (margin {_show(margin, cells['method']['metric'], unit=True)})"
             return self._difference(cells["method"], cells["reference"], -margin, note)
         if kind == "decreasing":
             ordered = [cells[str(i)] for i in range(len(cells))]
@@ -170,12 +165,10 @@ class _Evaluation:
                 best = pd.concat(tops, axis=1).max(axis=1)
                 verdicts.append(self.compare(best - rest, f"{name} − {other['letter']}", other["metric"]))
             return _combine(verdicts)
-        if kind in ("below", "above"):
-            value, threshold = cells["value"], check["threshold"]
-            shown, metric = _show(threshold, value["metric"]), value["metric"]
-            if kind == "above":
-                return self.compare(value["values"] - threshold, f"{value['letter']} − {shown}", metric)
-            return self.compare(threshold - value["values"], f"{shown} − {value['letter']}", metric)
+        if kind in ("below", "above"):  # above: value − threshold; below: threshold − value
+            value, sign = cells["value"], 1 if kind == "above" else -1
+            names = (value["letter"], _show(check["threshold"], value["metric"]))[::sign]
+            return self.compare(sign * (value["values"] - check["threshold"]), " − ".join(names), value["metric"])
         method, low, high = self._aligned(cells["method"], cells["low"], cells["high"])
         letters = {role: cells[role]["letter"] for role in ("method", "low", "high")}
         metric, fraction = cells["low"]["metric"], check["fraction"]
@@ -183,7 +176,8 @@ class _Evaluation:
         recovered = self.compare(method - low - fraction * (high - low),
                                  f"{letters['method']} − {letters['low']} − {fraction:g} × gap", metric)
         share = (method - low).mean() / (high - low).mean() if len(high) and (high - low).mean() else math.nan
-        self.comparisons[-1]["recovered_share"] = share
+        if share == share:
+            self.comparisons[-1]["note"] = f", {100 * share:.0f}% of the gap recovered"
         # Without a gap that holds there is nothing to recover: the claim is not resolved.
         return recovered if gap == HOLDS else NOT_RESOLVED
 
@@ -209,14 +203,9 @@ class _Evaluation:
         shown = []
         for comparison in self.comparisons:
             metric, interval = comparison["metric"], comparison["interval"]
-            text = f"{comparison['what']} = {_show(interval.mean, metric, True)}{_unit(metric)}"
-            if interval.pairs >= 2:
-                text += f" [{_show(interval.low, metric, True)}, {_show(interval.high, metric, True)}]"
-            text += f", n = {interval.pairs}"
-            share = comparison.get("recovered_share", math.nan)
-            if share == share:
-                text += f", {100 * share:.0f}% of the gap recovered"
-            shown.append(text)
+            bounds = f" [{_show(interval.low, metric, True)}, {_show(interval.high, metric, True)}]"
+            shown.append(f"{comparison['what']} = {_show(interval.mean, metric, True, True)}"
+                         f"{bounds if interval.pairs >= 2 else ''}, n = {interval.pairs}{comparison.get('note', '')}")
         return "; ".join(shown)
 
     def verdict(self, claim: dict) -> tuple[str, str]:

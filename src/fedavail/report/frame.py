@@ -99,10 +99,8 @@ def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     firsts = frame.drop_duplicates("algorithm")
     identity = dict(zip(firsts["algorithm"], firsts.apply(labels.canonical, axis=1))) if len(firsts) else {}
     per_algorithm = {algorithm: shown(algorithm, i) for algorithm, i in identity.items()}
-    column = frame["algorithm"]
-    return frame.assign(identity=column.map(identity), label=column.map(lambda a: per_algorithm[a][0]),
-                        group=column.map(lambda a: per_algorithm[a][1]),
-                        order=column.map(lambda a: per_algorithm[a][2]))
+    return frame.assign(identity=frame["algorithm"].map(identity), **{key: frame["algorithm"].map(
+        lambda a, i=i: per_algorithm[a][i]) for i, key in enumerate(("label", "group", "order"))})
 
 
 def window_mean(frame: pd.DataFrame, column: str, last_n=None) -> pd.DataFrame:
@@ -110,8 +108,7 @@ def window_mean(frame: pd.DataFrame, column: str, last_n=None) -> pd.DataFrame:
     experiment's last_n by default); NaN for a run that never evaluated there or never logs the column."""
     last_n = frame["last_n"] if last_n is None else last_n
     values = frame[column] if column in frame else pd.Series(np.nan, index=frame.index)
-    tail = values.where(frame["round"] >= frame["rounds"] - last_n)
-    return _per_run(frame, tail.groupby([frame[k] for k in RUN], sort=False).mean())
+    return _per_run(frame, values.where(frame["round"] >= frame["rounds"] - last_n))
 
 
 def last_values(frame: pd.DataFrame, column: str, count: int) -> pd.DataFrame:
@@ -125,12 +122,13 @@ def last_values(frame: pd.DataFrame, column: str, count: int) -> pd.DataFrame:
 def arbitrary_ratio(frame: pd.DataFrame) -> pd.DataFrame:
     """Per run: FAST's Ratio, rounds with arbitrary participation / rounds run (NaN without snapshot rounds)."""
     snapshot = frame["snapshot"].astype(float) if "snapshot" in frame else pd.Series(np.nan, index=frame.index)
-    return _per_run(frame, 1.0 - snapshot.groupby([frame[k] for k in RUN], sort=False).mean())
+    return _per_run(frame, snapshot).assign(value=lambda d: 1.0 - d["value"])
 
 
 def _per_run(frame: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
-    runs = frame.drop_duplicates(RUN)[RUN]
-    return runs.merge(values.rename("value").reset_index(), on=RUN, how="left")
+    """Per run: the mean of `values` over its rows, NaN ones left out."""
+    mean = values.groupby([frame[k] for k in RUN], sort=False).mean().rename("value").reset_index()
+    return frame.drop_duplicates(RUN)[RUN].merge(mean, on=RUN, how="left")
 
 
 def sampled(frame: pd.DataFrame, column: str, every: int | None) -> pd.DataFrame:

@@ -69,9 +69,7 @@ def scored(frame: pd.DataFrame) -> pd.DataFrame:
     if "test_acc_local_mean" not in frame:
         return frame
     has_local = frame.groupby(["experiment", "algorithm"])["test_acc_local_mean"].transform(lambda c: c.notna().any())
-    local = frame[has_local].copy()
-    for column in SCORED_COLUMNS:
-        local[column] = local.get(f"{column}_local_mean", np.nan)
+    local = frame[has_local].assign(**{column: frame.get(f"{column}_local_mean", np.nan) for column in SCORED_COLUMNS})
     server = frame[has_local].assign(algorithm=frame.loc[has_local, "algorithm"] + SERVER_SUFFIX)
     return pd.concat([frame[~has_local], local, server], ignore_index=True)
 
@@ -83,9 +81,8 @@ def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     if settings.get("eval_model") == "local_mean":
         frame = scored(frame)
     given = settings.get("labels") or {}
-    order = list(settings.get("algorithms") or [])
-    for experiment in settings["experiments"]:
-        order += [a for a in job["experiments"][experiment]["algorithms"] if a not in order]
+    order = list(dict.fromkeys([*(settings.get("algorithms") or []),
+                                *(a for e in settings["experiments"] for a in job["experiments"][e]["algorithms"])]))
     aided = settings.get("memory_aided")
 
     def shown(algorithm: str, identity: str) -> tuple:

@@ -147,15 +147,12 @@ class _Evaluation:
         if kind == "all_of":
             return _combine([self.run(part) for part in check["parts"]])
         cells = {role: self.cell(c) for role, c in check["cells"].items()}
-        if kind == "greater":
-            return self._difference(cells["0"], cells["1"])
-        if kind == "non_inferior":
-            margin = check["margin"]
-            note = f" (margin {_show(margin, cells['method']['metric'], unit=True)})"
-            return self._difference(cells["method"], cells["reference"], -margin, note)
-        if kind == "decreasing":
-            ordered = [cells[str(i)] for i in range(len(cells))]
+        if kind in ("greater", "decreasing"):  # each cell above the next
+            ordered = list(cells.values())
             return _combine([self._difference(a, b) for a, b in zip(ordered, ordered[1:])])
+        if kind == "non_inferior":
+            note = f" (margin {_show(check['margin'], cells['method']['metric'], unit=True)})"
+            return self._difference(cells["method"], cells["reference"], -check["margin"], note)
         if kind == "peak":
             peak = [cells[i] for i in check["at"]]
             name = peak[0]["letter"] if len(peak) == 1 else f"max({', '.join(p['letter'] for p in peak)})"
@@ -222,8 +219,7 @@ class _Evaluation:
         check = claim["check"]
         if check["kind"] not in ("greater", "non_inferior"):
             return "—"
-        roles = ("0", "1") if check["kind"] == "greater" else ("method", "reference")
-        cells = [self.cell(check["cells"][role]) for role in roles]  # evaluated already: read from self.cells
+        cells = [self.cell(c) for c in check["cells"].values()]  # evaluated already: read from self.cells
         attributes = cells[0]["attributes"]
         where = claim["paper"] or {k: None if attributes is None else attributes.get(k)
                                    for k in ("dataset", "dynamics", "alpha", "gamma")}

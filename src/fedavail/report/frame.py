@@ -123,7 +123,6 @@ def arbitrary_ratio(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _per_run(frame: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
-    """Per run: the mean of `values` over its rows, NaN ones left out."""
     mean = values.groupby([frame[k] for k in RUN], sort=False).mean().rename("value").reset_index()
     return frame.drop_duplicates(RUN)[RUN].merge(mean, on=RUN, how="left")
 

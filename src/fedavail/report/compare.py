@@ -39,13 +39,12 @@ def compare(ours: pd.DataFrame, sources, paper: pd.DataFrame | None = None) -> p
     a published cell; sources are tried in order, the first match wins."""
     paper = paper_values() if paper is None else paper
     paper = paper[paper["source"].isin(sources)]
-    order = {source: i for i, source in enumerate(sources)}
     rows = []
     for cell in ours.to_dict("records"):
         matches = published_cells(paper, cell)
         if not matches:
             continue
-        p = min(matches, key=lambda r: order[r["source"]])
+        p = min(matches, key=lambda r: sources.index(r["source"]))
         difference = cell["mean"] - p["mean"] if not (pd.isna(cell["mean"]) or pd.isna(p["mean"])) else np.nan
         within = pd.NA if pd.isna(p["std"]) or pd.isna(difference) else bool(abs(difference) <= p["std"] + 1e-9)
         note = p["note"] if isinstance(p["note"], str) else ""

@@ -40,12 +40,10 @@ def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1, 
 
 
 def _levels(labels) -> list:
-    """The distinct labels in order of first appearance, missing ones left out."""
     return list(pd.unique(pd.Series(labels).dropna()))
 
 
 def _tab10(labels) -> dict:
-    """A colour of matplotlib's tab10 cycle per label, in order of first appearance."""
     import matplotlib
 
     return dict(zip(_levels(labels), cycle(matplotlib.colormaps["tab10"].colors)))

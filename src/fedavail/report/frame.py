@@ -55,8 +55,7 @@ def load(job: dict, run_dirs) -> pd.DataFrame:
                     "algorithm.lr": local["lr"], "seed": int(spec["seed"]), **{k: summary.get(k) for k in SUMMARY}}
         frames.append(metrics.assign(**{k: [v] * len(metrics) for k, v in settings.items()}))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*RUN, "round"])
-    frame["diverged_at"] = frame.get("diverged_at", pd.Series(dtype=float)).astype("float64")
-    return frame
+    return frame.assign(diverged_at=frame.get("diverged_at", pd.Series(dtype=float)).astype("float64"))
 
 
 def is_server_row(algorithm) -> bool:

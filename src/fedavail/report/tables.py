@@ -114,11 +114,10 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
         targets, how = _targets(job, frame, experiment)
         notes.append(f"{experiment}: targets {', '.join(f'{100 * t:g}%' for t in targets) or 'none'} ({how}).")
         runs = frame[frame["experiment"] == experiment].drop_duplicates(tidy.RUN)
-        experiment_curve = curve[curve["experiment"] == experiment]
         for target in targets:
             columns.append((experiment, f"rounds_to_{100 * target:g}"))
             headers.append(f"{attribute_label('dataset', runs['dataset'].iloc[0])} {100 * target:g}%")
-            reached = tidy.first_reaching(experiment_curve, target, ["algorithm"])
+            reached = tidy.first_reaching(curve[curve["experiment"] == experiment], target, ["algorithm"])
             records.append(runs.assign(value=runs["algorithm"].map(reached), metric=columns[-1][1], target=target))
     values = pd.concat(records, ignore_index=True) if records else frame.iloc[0:0].assign(value=[], metric=[])
     targets = values.drop_duplicates(["experiment", "metric"])[["experiment", "metric", "target"]]

@@ -41,8 +41,7 @@ def fedavg_expected_iterates(p1: float, p2: float, u1: float = 0.0, u2: float = 
     """E x^t, t = 0..rounds, of FedAvg on Example 1, by iterating the exact expected recursion."""
     shrink = 1.0 - (1.0 - lr) ** local_steps
     mean = 0.5 * (u1 + u2)
-    x = np.empty(rounds + 1)
-    x[0] = x0
+    x = np.full(rounds + 1, float(x0))
     for t in range(rounds):
         if weighting == "active":
             drift = p1 * p2 * (mean - x[t]) + p1 * (1 - p2) * (u1 - x[t]) + p2 * (1 - p1) * (u2 - x[t])

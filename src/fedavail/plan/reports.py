@@ -381,9 +381,8 @@ def attributes(experiment: str, partition: dict, trace: dict, training: dict) ->
                     "num_clients"), "rounds": training["rounds"], "trace_model": model, "dynamics": dynamics,
                 "p": trace.get("p"), "distribution": trace.get("distribution"), "inner": trace.get("inner")}
     shaping = applicable(settings)
-    for key in ("gamma", "period", "low", "window", "inner"):
-        settings[key] = trace.get(key) if key in shaping else None
-    return settings
+    return {**settings, **{key: trace.get(key) if key in shaping else None
+                           for key in ("gamma", "period", "low", "window", "inner")}}
 
 
 def experiment_outputs(experiment: str) -> dict[str, str]:

@@ -182,12 +182,9 @@ class _Evaluation:
         """The cell's algorithm, the model it was scored on (as read: an algorithm without local copies is scored on
         its server model whatever the cell asks) and the experiment."""
         metric = "" if cell["metric"] == "test_acc" else f" {cell['metric']}"
-        if cell["column"] is not None and cell["column"].endswith("_local_mean"):
-            model = ", mean of local copies"
-        elif cell["model"] == "local_mean":
-            model = ", server model (it keeps no local copies)"
-        else:
-            model = ", server model" if cell["model"] == "global" else ""
+        scored = "local copies" if str(cell["column"]).endswith("_local_mean") else cell["model"]
+        model = {"local copies": ", mean of local copies", "local_mean": ", server model (it keeps no local copies)",
+                 "global": ", server model"}.get(scored, "")
         label = self.frame.loc[self.frame["algorithm"] == cell["algorithm"], "label"].iloc[0]
         return f"{label}{model}{metric} @ {cell['experiment']}"
 

@@ -125,8 +125,7 @@ class _Evaluation:
         return entry
 
     def compare(self, differences: pd.Series, what: str, metric: str, bound: float = 0.0) -> str:
-        finite = differences[np.isfinite(differences.to_numpy(dtype=float))]
-        interval = paired_interval(finite.to_numpy())
+        interval = paired_interval(differences[np.isfinite(differences.to_numpy(dtype=float))].to_numpy())
         verdict, reason = judge(interval, bound)
         self.comparisons.append({"what": what, "interval": interval, "metric": metric, "verdict": verdict,
                                  "reason": reason})

@@ -70,7 +70,6 @@ def comparison_table(result: pd.DataFrame, title: str, labels: dict) -> TextTabl
     if result.empty:
         table.footnotes.append("No reproduced cell matches a published one: cells from other data or settings (e.g. "
                                "the bundled MNIST-5k) are never compared with the papers.")
-        return table
     for r in result.itertuples(index=False):
         decimals = 0 if r.metric.startswith("rounds_to_") else 2
         paper = _number(r.paper_mean, decimals) + ("" if pd.isna(r.paper_std) else f" ± {r.paper_std:.1f}")

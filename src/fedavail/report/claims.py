@@ -4,7 +4,7 @@ rule in full: docs/configuration.md, "Reports"). all_of, decreasing and peak hol
 any part fails; a seed without a finite value in a cell (a diverged run, a metric not logged) leaves it not resolved."""
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -29,8 +29,7 @@ VERDICT_RULE = ("Every comparison is of per-seed differences, paired by seed (a 
                 "against the window before, same interval, beyond the plateau tolerance).")
 
 
-@dataclass(frozen=True)
-class Interval:
+class Interval(NamedTuple):
     """A paired mean difference and its confidence interval over `pairs` seeds (NaN bounds below 2 pairs)."""
 
     mean: float

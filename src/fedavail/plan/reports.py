@@ -209,12 +209,11 @@ class KSweep(Figure):
 
     def check(self, config: dict) -> None:
         super().check(config)
-        for experiment in self.experiments:
-            for algorithm in self.selected(config, experiment):
-                spec = config["algorithms"][algorithm]
-                if self.parameter not in spec and spec["algorithm"] != "fedswe":
-                    raise ValueError(f"parameter: algorithm {algorithm!r} has no hyperparameter {self.parameter!r}; "
-                                     "list the swept algorithms under 'algorithms'")
+        for algorithm in dict.fromkeys(a for e in self.experiments for a in self.selected(config, e)):
+            spec = config["algorithms"][algorithm]
+            if self.parameter not in spec and spec["algorithm"] != "fedswe":
+                raise ValueError(f"parameter: algorithm {algorithm!r} has no hyperparameter {self.parameter!r}; "
+                                 "list the swept algorithms under 'algorithms'")
 
 
 @report_kind("grid")

@@ -64,9 +64,13 @@ class Report:
                 raise ValueError(f"algorithms: {algorithm!r} is run by none of the report's experiments")
         placed = {}  # LAYOUT position -> the experiment there
         for experiment in self.experiments if self.LAYOUT else ():
-            settings = experiment_settings(config, experiment)
+            exp = config["experiments"][experiment]
+            settings = attributes(experiment, config["partitions"][exp["partition"]],
+                                  stated_trace(config, exp["trace"]), exp["training"])
+            # the attributes it has: a sine trace has a γ even where the trace model's default gives it
+            applies = {a for a in ATTRIBUTES if settings[a] is not None} | applicable(settings)
             for key in self.LAYOUT:
-                if getattr(self, key) not in settings["applies"]:
+                if getattr(self, key) not in applies:
                     raise ValueError(f"{key}: experiment {experiment!r} has no {getattr(self, key)!r}")
             position = tuple(settings.get(getattr(self, key)) for key in self.LAYOUT)
             if position in placed:
@@ -205,12 +209,11 @@ class KSweep(Figure):
 
     def check(self, config: dict) -> None:
         super().check(config)
-        for experiment in self.experiments:
-            for algorithm in self.selected(config, experiment):
-                spec = config["algorithms"][algorithm]
-                if self.parameter not in spec and spec["algorithm"] != "fedswe":
-                    raise ValueError(f"parameter: algorithm {algorithm!r} has no hyperparameter {self.parameter!r}; "
-                                     "list the swept algorithms under 'algorithms'")
+        for algorithm in dict.fromkeys(a for e in self.experiments for a in self.selected(config, e)):
+            spec = config["algorithms"][algorithm]
+            if self.parameter not in spec and spec["algorithm"] != "fedswe":
+                raise ValueError(f"parameter: algorithm {algorithm!r} has no hyperparameter {self.parameter!r}; "
+                                 "list the swept algorithms under 'algorithms'")
 
 
 @report_kind("grid")
@@ -255,7 +258,6 @@ class FastQ(Figure):
                                      "adaptive FAST algorithms under 'algorithms'")
 
 
-@dataclass(frozen=True)
 class Toy(Figure):
     BOUNDS = {"u": (lambda v: len(v) == 2, "two numbers")}
 
@@ -362,15 +364,6 @@ def parse_reports(config: dict) -> dict[str, Report]:
     return {name: parse_report(name, raw, config) for name, raw in (config.get("reports") or {}).items()}
 
 
-def experiment_settings(config: dict, experiment: str) -> dict:
-    """The experiment's attributes as the config states them, and `applies`: the attributes it has (a sine trace has
-    a γ even where the trace model's default gives it)."""
-    exp = config["experiments"][experiment]
-    partition = config["partitions"][exp["partition"]]
-    settings = attributes(experiment, partition, stated_trace(config, exp["trace"]), exp["training"])
-    return {**settings, "applies": {a for a in ATTRIBUTES if settings[a] is not None} | applicable(settings)}
-
-
 def applicable(settings: dict) -> set[str]:
     """The trace attributes that shape its availability (a two-group trace's, its inner staircase's too)."""
     inner = SHAPING["staircase"] if settings["dynamics"] == "two_group" and settings["inner"] == "staircase" else set()
@@ -387,9 +380,8 @@ def attributes(experiment: str, partition: dict, trace: dict, training: dict) ->
                     "num_clients"), "rounds": training["rounds"], "trace_model": model, "dynamics": dynamics,
                 "p": trace.get("p"), "distribution": trace.get("distribution"), "inner": trace.get("inner")}
     shaping = applicable(settings)
-    for key in ("gamma", "period", "low", "window", "inner"):
-        settings[key] = trace.get(key) if key in shaping else None
-    return settings
+    return {**settings, **{key: trace.get(key) if key in shaping else None
+                           for key in ("gamma", "period", "low", "window", "inner")}}
 
 
 def experiment_outputs(experiment: str) -> dict[str, str]:
@@ -426,14 +418,13 @@ def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) 
 def report_job(config: dict, name: str, report: Report | None = None) -> dict:
     """Report `name`'s job spec; `report` is its parsed spec when the caller has it already."""
     report = report or parse_report(name, config["reports"][name], config)
-    selected = {e: report.selected(config, e) for e in report.experiments}
-    return _job(config, name, asdict(report), selected)
+    return _job(config, name, asdict(report), {e: report.selected(config, e) for e in report.experiments})
 
 
 def experiment_job(config: dict, experiment: str) -> dict:
     """The per-experiment table and accuracy figure."""
-    training = config["experiments"][experiment]["training"]
-    report = {"kind": "experiment", "title": experiment, "experiments": [experiment], "last_n": training["last_n"]}
+    report = {"kind": "experiment", "title": experiment, "experiments": [experiment],
+              "last_n": config["experiments"][experiment]["training"]["last_n"]}
     return _job(config, experiment, report, {experiment: list(config["experiments"][experiment]["algorithms"])})
 
 

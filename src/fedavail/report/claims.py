@@ -4,7 +4,7 @@ rule in full: docs/configuration.md, "Reports"). all_of, decreasing and peak hol
 any part fails; a seed without a finite value in a cell (a diverged run, a metric not logged) leaves it not resolved."""
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -29,8 +29,7 @@ VERDICT_RULE = ("Every comparison is of per-seed differences, paired by seed (a 
                 "against the window before, same interval, beyond the plateau tolerance).")
 
 
-@dataclass(frozen=True)
-class Interval:
+class Interval(NamedTuple):
     """A paired mean difference and its confidence interval over `pairs` seeds (NaN bounds below 2 pairs)."""
 
     mean: float
@@ -67,16 +66,11 @@ def _combine(verdicts: list[str]) -> str:
     return FAILS if FAILS in verdicts else HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
 
 
-def _show(value: float, metric: str, signed: bool = False) -> str:
-    """Accuracies (fractions) in percentage points, the consensus error as it is."""
-    sign = "+" if signed else ""
-    if value != value:
-        return "—"
-    return f"{value:{sign}.3g}" if metric == "consensus_error" else f"{100 * value:{sign}.1f}"
-
-
-def _unit(metric: str) -> str:
-    return "" if metric == "consensus_error" else " points"
+def _show(value: float, metric: str, signed: bool = False, unit: bool = False) -> str:
+    """Accuracies (fractions) in percentage points (`unit`: followed by " points"), the consensus error as it is."""
+    sign, points = "+" if signed else "", metric != "consensus_error"
+    text = "—" if value != value else f"{100 * value:{sign}.1f}" if points else f"{value:{sign}.3g}"
+    return text + " points" * (unit and points)
 
 
 def window_gain(run: pd.DataFrame, column: str, window: int) -> pd.Series:
@@ -113,8 +107,8 @@ class _Evaluation:
         values = per_run.set_index("seed")["value"].astype(float).sort_index()
         entry = {**cell, "values": values, "rounds": rounds, "letter": chr(ord("A") + len(self.cells)),
                  "column": column, "identity": run["identity"].iloc[0] if len(run) else cell["algorithm"],
-                 "attributes": run.iloc[0] if len(run) else None}
-        entry["mean"], entry["std"] = float(values.mean()), float(values.std(ddof=0))
+                 "attributes": run.iloc[0] if len(run) else None, "mean": float(values.mean()),
+                 "std": float(values.std(ddof=0))}
         missing = values.index[~np.isfinite(values.to_numpy())].tolist()
         if missing or values.empty:
             self.problems.append(f"no value for seed {', '.join(map(str, missing)) or '—'} of {entry['letter']}")
@@ -130,8 +124,7 @@ class _Evaluation:
         return entry
 
     def compare(self, differences: pd.Series, what: str, metric: str, bound: float = 0.0) -> str:
-        finite = differences[np.isfinite(differences.to_numpy(dtype=float))]
-        interval = paired_interval(finite.to_numpy())
+        interval = paired_interval(differences[np.isfinite(differences.to_numpy(dtype=float))].to_numpy())
         verdict, reason = judge(interval, bound)
         self.comparisons.append({"what": what, "interval": interval, "metric": metric, "verdict": verdict,
                                  "reason": reason})
@@ -152,15 +145,12 @@ class _Evaluation:
         if kind == "all_of":
             return _combine([self.run(part) for part in check["parts"]])
         cells = {role: self.cell(c) for role, c in check["cells"].items()}
-        if kind == "greater":
-            return self._difference(cells["0"], cells["1"])
-        if kind == "non_inferior":
-            margin = check["margin"]
-            note = f" (margin {_show(margin, cells['method']['metric'])}{_unit(cells['method']['metric'])})"
-            return self._difference(cells["method"], cells["reference"], -margin, note)
-        if kind == "decreasing":
-            ordered = [cells[str(i)] for i in range(len(cells))]
+        if kind in ("greater", "decreasing"):  # each cell above the next
+            ordered = list(cells.values())
             return _combine([self._difference(a, b) for a, b in zip(ordered, ordered[1:])])
+        if kind == "non_inferior":
+            note = f" (margin {_show(check['margin'], cells['method']['metric'], unit=True)})"
+            return self._difference(cells["method"], cells["reference"], -check["margin"], note)
         if kind == "peak":
             peak = [cells[i] for i in check["at"]]
             name = peak[0]["letter"] if len(peak) == 1 else f"max({', '.join(p['letter'] for p in peak)})"
@@ -170,12 +160,10 @@ class _Evaluation:
                 best = pd.concat(tops, axis=1).max(axis=1)
                 verdicts.append(self.compare(best - rest, f"{name} − {other['letter']}", other["metric"]))
             return _combine(verdicts)
-        if kind in ("below", "above"):
-            value, threshold = cells["value"], check["threshold"]
-            shown, metric = _show(threshold, value["metric"]), value["metric"]
-            if kind == "above":
-                return self.compare(value["values"] - threshold, f"{value['letter']} − {shown}", metric)
-            return self.compare(threshold - value["values"], f"{shown} − {value['letter']}", metric)
+        if kind in ("below", "above"):  # above: value − threshold; below: threshold − value
+            value, sign = cells["value"], 1 if kind == "above" else -1
+            names = (value["letter"], _show(check["threshold"], value["metric"]))[::sign]
+            return self.compare(sign * (value["values"] - check["threshold"]), " − ".join(names), value["metric"])
         method, low, high = self._aligned(cells["method"], cells["low"], cells["high"])
         letters = {role: cells[role]["letter"] for role in ("method", "low", "high")}
         metric, fraction = cells["low"]["metric"], check["fraction"]
@@ -183,7 +171,8 @@ class _Evaluation:
         recovered = self.compare(method - low - fraction * (high - low),
                                  f"{letters['method']} − {letters['low']} − {fraction:g} × gap", metric)
         share = (method - low).mean() / (high - low).mean() if len(high) and (high - low).mean() else math.nan
-        self.comparisons[-1]["recovered_share"] = share
+        if share == share:
+            self.comparisons[-1]["note"] = f", {100 * share:.0f}% of the gap recovered"
         # Without a gap that holds there is nothing to recover: the claim is not resolved.
         return recovered if gap == HOLDS else NOT_RESOLVED
 
@@ -191,12 +180,9 @@ class _Evaluation:
         """The cell's algorithm, the model it was scored on (as read: an algorithm without local copies is scored on
         its server model whatever the cell asks) and the experiment."""
         metric = "" if cell["metric"] == "test_acc" else f" {cell['metric']}"
-        if cell["column"] is not None and cell["column"].endswith("_local_mean"):
-            model = ", mean of local copies"
-        elif cell["model"] == "local_mean":
-            model = ", server model (it keeps no local copies)"
-        else:
-            model = ", server model" if cell["model"] == "global" else ""
+        scored = "local copies" if str(cell["column"]).endswith("_local_mean") else cell["model"]
+        model = {"local copies": ", mean of local copies", "local_mean": ", server model (it keeps no local copies)",
+                 "global": ", server model"}.get(scored, "")
         label = self.frame.loc[self.frame["algorithm"] == cell["algorithm"], "label"].iloc[0]
         return f"{label}{model}{metric} @ {cell['experiment']}"
 
@@ -209,14 +195,9 @@ class _Evaluation:
         shown = []
         for comparison in self.comparisons:
             metric, interval = comparison["metric"], comparison["interval"]
-            text = f"{comparison['what']} = {_show(interval.mean, metric, True)}{_unit(metric)}"
-            if interval.pairs >= 2:
-                text += f" [{_show(interval.low, metric, True)}, {_show(interval.high, metric, True)}]"
-            text += f", n = {interval.pairs}"
-            share = comparison.get("recovered_share", math.nan)
-            if share == share:
-                text += f", {100 * share:.0f}% of the gap recovered"
-            shown.append(text)
+            bounds = f" [{_show(interval.low, metric, True)}, {_show(interval.high, metric, True)}]"
+            shown.append(f"{comparison['what']} = {_show(interval.mean, metric, True, True)}"
+                         f"{bounds if interval.pairs >= 2 else ''}, n = {interval.pairs}{comparison.get('note', '')}")
         return "; ".join(shown)
 
     def verdict(self, claim: dict) -> tuple[str, str]:
@@ -233,8 +214,7 @@ class _Evaluation:
         check = claim["check"]
         if check["kind"] not in ("greater", "non_inferior"):
             return "—"
-        roles = ("0", "1") if check["kind"] == "greater" else ("method", "reference")
-        cells = [self.cell(check["cells"][role]) for role in roles]  # evaluated already: read from self.cells
+        cells = [self.cell(c) for c in check["cells"].values()]  # evaluated already: read from self.cells
         attributes = cells[0]["attributes"]
         where = claim["paper"] or {k: None if attributes is None else attributes.get(k)
                                    for k in ("dataset", "dynamics", "alpha", "gamma")}

@@ -39,13 +39,12 @@ def compare(ours: pd.DataFrame, sources, paper: pd.DataFrame | None = None) -> p
     a published cell; sources are tried in order, the first match wins."""
     paper = paper_values() if paper is None else paper
     paper = paper[paper["source"].isin(sources)]
-    order = {source: i for i, source in enumerate(sources)}
     rows = []
     for cell in ours.to_dict("records"):
         matches = published_cells(paper, cell)
         if not matches:
             continue
-        p = min(matches, key=lambda r: order[r["source"]])
+        p = min(matches, key=lambda r: sources.index(r["source"]))
         difference = cell["mean"] - p["mean"] if not (pd.isna(cell["mean"]) or pd.isna(p["mean"])) else np.nan
         within = pd.NA if pd.isna(p["std"]) or pd.isna(difference) else bool(abs(difference) <= p["std"] + 1e-9)
         note = p["note"] if isinstance(p["note"], str) else ""
@@ -71,7 +70,6 @@ def comparison_table(result: pd.DataFrame, title: str, labels: dict) -> TextTabl
     if result.empty:
         table.footnotes.append("No reproduced cell matches a published one: cells from other data or settings (e.g. "
                                "the bundled MNIST-5k) are never compared with the papers.")
-        return table
     for r in result.itertuples(index=False):
         decimals = 0 if r.metric.startswith("rounds_to_") else 2
         paper = _number(r.paper_mean, decimals) + ("" if pd.isna(r.paper_std) else f" ± {r.paper_std:.1f}")

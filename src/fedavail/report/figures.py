@@ -17,8 +17,7 @@ PERCENT_METRICS = ("test_acc", "train_acc", "local_acc", "test_acc_local_mean")
 METRIC_WORDS = {"test_acc": "test accuracy", "train_acc": "train accuracy", "local_acc": "local training accuracy",
                 "test_loss": "test loss", "train_loss": "train loss", "local_loss": "local training loss",
                 "consensus_error": "consensus error (1/m) Σ‖x_i − x̄‖²"}
-# A white background under a light grid, no tick marks, text a little larger than matplotlib's (seaborn's "whitegrid"
-# style in its "paper" context at font scale 1.1, which the figures were first drawn with)
+# seaborn's "whitegrid" style in its "paper" context at font scale 1.1, which the figures were first drawn with
 STYLE = {"axes.facecolor": "white", "axes.grid": True, "axes.axisbelow": True, "axes.edgecolor": ".8",
          "grid.color": ".8", "xtick.bottom": False, "ytick.left": False, "font.size": 10.5, "axes.labelsize": 10.5,
          "axes.titlesize": 10.5, "legend.title_fontsize": 10.5, "legend.fontsize": 9.5, "xtick.labelsize": 9.5,
@@ -40,12 +39,10 @@ def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1, 
 
 
 def _levels(labels) -> list:
-    """The distinct labels in order of first appearance, missing ones left out."""
     return list(pd.unique(pd.Series(labels).dropna()))
 
 
 def _tab10(labels) -> dict:
-    """A colour of matplotlib's tab10 cycle per label, in order of first appearance."""
     import matplotlib
 
     return dict(zip(_levels(labels), cycle(matplotlib.colormaps["tab10"].colors)))

@@ -55,8 +55,7 @@ def load(job: dict, run_dirs) -> pd.DataFrame:
                     "algorithm.lr": local["lr"], "seed": int(spec["seed"]), **{k: summary.get(k) for k in SUMMARY}}
         frames.append(metrics.assign(**{k: [v] * len(metrics) for k, v in settings.items()}))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*RUN, "round"])
-    frame["diverged_at"] = frame.get("diverged_at", pd.Series(dtype=float)).astype("float64")
-    return frame
+    return frame.assign(diverged_at=frame.get("diverged_at", pd.Series(dtype=float)).astype("float64"))
 
 
 def is_server_row(algorithm) -> bool:
@@ -69,9 +68,7 @@ def scored(frame: pd.DataFrame) -> pd.DataFrame:
     if "test_acc_local_mean" not in frame:
         return frame
     has_local = frame.groupby(["experiment", "algorithm"])["test_acc_local_mean"].transform(lambda c: c.notna().any())
-    local = frame[has_local].copy()
-    for column in SCORED_COLUMNS:
-        local[column] = local.get(f"{column}_local_mean", np.nan)
+    local = frame[has_local].assign(**{column: frame.get(f"{column}_local_mean", np.nan) for column in SCORED_COLUMNS})
     server = frame[has_local].assign(algorithm=frame.loc[has_local, "algorithm"] + SERVER_SUFFIX)
     return pd.concat([frame[~has_local], local, server], ignore_index=True)
 
@@ -83,9 +80,8 @@ def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     if settings.get("eval_model") == "local_mean":
         frame = scored(frame)
     given = settings.get("labels") or {}
-    order = list(settings.get("algorithms") or [])
-    for experiment in settings["experiments"]:
-        order += [a for a in job["experiments"][experiment]["algorithms"] if a not in order]
+    order = list(dict.fromkeys([*(settings.get("algorithms") or []),
+                                *(a for e in settings["experiments"] for a in job["experiments"][e]["algorithms"])]))
     aided = settings.get("memory_aided")
 
     def shown(algorithm: str, identity: str) -> tuple:
@@ -99,10 +95,8 @@ def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     firsts = frame.drop_duplicates("algorithm")
     identity = dict(zip(firsts["algorithm"], firsts.apply(labels.canonical, axis=1))) if len(firsts) else {}
     per_algorithm = {algorithm: shown(algorithm, i) for algorithm, i in identity.items()}
-    column = frame["algorithm"]
-    return frame.assign(identity=column.map(identity), label=column.map(lambda a: per_algorithm[a][0]),
-                        group=column.map(lambda a: per_algorithm[a][1]),
-                        order=column.map(lambda a: per_algorithm[a][2]))
+    return frame.assign(identity=frame["algorithm"].map(identity), **{key: frame["algorithm"].map(
+        lambda a, i=i: per_algorithm[a][i]) for i, key in enumerate(("label", "group", "order"))})
 
 
 def window_mean(frame: pd.DataFrame, column: str, last_n=None) -> pd.DataFrame:
@@ -110,8 +104,7 @@ def window_mean(frame: pd.DataFrame, column: str, last_n=None) -> pd.DataFrame:
     experiment's last_n by default); NaN for a run that never evaluated there or never logs the column."""
     last_n = frame["last_n"] if last_n is None else last_n
     values = frame[column] if column in frame else pd.Series(np.nan, index=frame.index)
-    tail = values.where(frame["round"] >= frame["rounds"] - last_n)
-    return _per_run(frame, tail.groupby([frame[k] for k in RUN], sort=False).mean())
+    return _per_run(frame, values.where(frame["round"] >= frame["rounds"] - last_n))
 
 
 def last_values(frame: pd.DataFrame, column: str, count: int) -> pd.DataFrame:
@@ -125,12 +118,12 @@ def last_values(frame: pd.DataFrame, column: str, count: int) -> pd.DataFrame:
 def arbitrary_ratio(frame: pd.DataFrame) -> pd.DataFrame:
     """Per run: FAST's Ratio, rounds with arbitrary participation / rounds run (NaN without snapshot rounds)."""
     snapshot = frame["snapshot"].astype(float) if "snapshot" in frame else pd.Series(np.nan, index=frame.index)
-    return _per_run(frame, 1.0 - snapshot.groupby([frame[k] for k in RUN], sort=False).mean())
+    return _per_run(frame, snapshot).assign(value=lambda d: 1.0 - d["value"])
 
 
 def _per_run(frame: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
-    runs = frame.drop_duplicates(RUN)[RUN]
-    return runs.merge(values.rename("value").reset_index(), on=RUN, how="left")
+    mean = values.groupby([frame[k] for k in RUN], sort=False).mean().rename("value").reset_index()
+    return frame.drop_duplicates(RUN)[RUN].merge(mean, on=RUN, how="left")
 
 
 def sampled(frame: pd.DataFrame, column: str, every: int | None) -> pd.DataFrame:

@@ -21,12 +21,9 @@ def canonical(run) -> str:
     if name == "fedswe":
         return f"fedswe_k{number('k')}"
     if name == "fast":
-        if option("schedule") == "adaptive":
-            tail = f"ada{number('lam')}"
-        elif option("schedule") == "every":
-            tail = f"I{int(option('interval'))}"
-        else:
-            tail = f"q{number('q')}"
+        schedule = option("schedule")
+        tail = (f"ada{number('lam')}" if schedule == "adaptive" else
+                f"I{int(option('interval'))}" if schedule == "every" else f"q{number('q')}")
         return f"fast_{tail}" if option("base") == "fedavg" else f"fastplus_{option('base')}_{tail}"
     return name
 

@@ -25,7 +25,6 @@ class TextTable:
 
 
 def _marked(cell, escape, formats: dict) -> str:
-    """The cell's escaped text, in the format of its mark (bold for "best", underlined for "second")."""
     text, mark = (cell.text, cell.mark) if isinstance(cell, Cell) else (str(cell), None)
     return formats.get(mark, "{}").format(escape(text))
 

@@ -114,11 +114,10 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
         targets, how = _targets(job, frame, experiment)
         notes.append(f"{experiment}: targets {', '.join(f'{100 * t:g}%' for t in targets) or 'none'} ({how}).")
         runs = frame[frame["experiment"] == experiment].drop_duplicates(tidy.RUN)
-        experiment_curve = curve[curve["experiment"] == experiment]
         for target in targets:
             columns.append((experiment, f"rounds_to_{100 * target:g}"))
             headers.append(f"{attribute_label('dataset', runs['dataset'].iloc[0])} {100 * target:g}%")
-            reached = tidy.first_reaching(experiment_curve, target, ["algorithm"])
+            reached = tidy.first_reaching(curve[curve["experiment"] == experiment], target, ["algorithm"])
             records.append(runs.assign(value=runs["algorithm"].map(reached), metric=columns[-1][1], target=target))
     values = pd.concat(records, ignore_index=True) if records else frame.iloc[0:0].assign(value=[], metric=[])
     targets = values.drop_duplicates(["experiment", "metric"])[["experiment", "metric", "target"]]
@@ -201,10 +200,8 @@ def experiment_table(job: dict, frame: pd.DataFrame) -> tuple:
     values = pd.concat([tidy.window_mean(frame, m, last_n).assign(metric=m) for m in ("test_acc", "train_acc")])
     by_metric = {m: part.set_index("algorithm") for m, part in cells(frame, values, 1.0).groupby("metric")}
     test = by_metric["test_acc"].sort_values("order", kind="stable")
-    data = pd.DataFrame({"algorithm": test.index, "test_acc_mean": test["mean"].to_numpy(),
-                         "test_acc_std": test["std"].to_numpy(),
-                         "train_acc_mean": by_metric["train_acc"]["mean"].reindex(test.index).to_numpy(),
-                         "seeds": test["seeds"].to_numpy(), "diverged_at": test["diverged"].to_numpy()})
+    data = test[["mean", "std"]].add_prefix("test_acc_").assign(
+        train_acc_mean=by_metric["train_acc"]["mean"], seeds=test["seeds"], diverged_at=test["diverged"]).reset_index()
     description = f"Test accuracy (%) of the global model, mean ± std over seeds of the last-{last_n}-round average."
     table = TextTable(job["name"], description, ["algorithm", "test accuracy", "train accuracy", "seeds", "note"])
     for r in data.itertuples():

@@ -41,8 +41,7 @@ def fedavg_expected_iterates(p1: float, p2: float, u1: float = 0.0, u2: float = 
     """E x^t, t = 0..rounds, of FedAvg on Example 1, by iterating the exact expected recursion."""
     shrink = 1.0 - (1.0 - lr) ** local_steps
     mean = 0.5 * (u1 + u2)
-    x = np.empty(rounds + 1)
-    x[0] = x0
+    x = np.full(rounds + 1, float(x0))
     for t in range(rounds):
         if weighting == "active":
             drift = p1 * p2 * (mean - x[t]) + p1 * (1 - p2) * (u1 - x[t]) + p2 * (1 - p1) * (u2 - x[t])
@@ -66,9 +65,7 @@ def fedswe_alternating(k: float, u=(100.0, -100.0), rounds: int = 1000, lr: floa
     ∇F(x^{t+1}) = x^{t+1} − ū, the clients' copies X (shape [rounds, 2]) and consensus (1/2)Σ_i (X_i − X̄)²."""
     u = np.asarray(u, dtype=float)
     shrink = 1.0 - (1.0 - lr) ** local_steps
-    x = float(x0)
-    local = np.full(2, float(x0))
-    tau = np.full(2, -1)
+    x, local, tau = float(x0), np.full(2, float(x0)), np.full(2, -1)
     xs, copies = np.empty(rounds), np.empty((rounds, 2))
     for t in range(rounds):
         i = t % 2  # client 1 (index 0) in even rounds, client 2 in odd rounds

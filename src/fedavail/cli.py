@@ -37,8 +37,8 @@ def cmd_prepare(args) -> None:
 
 def cmd_download(args) -> None:
     from fedavail.data.download import fetch
-    from fedavail.io import write_json
     from fedavail.integrity import file_sha256
+    from fedavail.io import write_json
 
     files = fetch(args.dataset, args.raw_dir, allow_network=not args.offline)
     for path in files:

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from fedavail.data.download import DatasetError, locate
-from fedavail.io import write_json
 from fedavail.integrity import file_sha256
+from fedavail.io import write_json
 
 # The param's value while the download step has not put the files in place. Snakemake evaluates params again when a
 # job starts, after the download, so a finished prepare job records the digests.

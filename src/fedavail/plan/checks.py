@@ -63,10 +63,9 @@ def check_finite(value, key: str = "config") -> None:
 
 
 def resolve_entries(config: dict) -> tuple:
-    """Raise ConfigError naming the first key of a partition, trace, algorithm, experiment or the execution block
-    that cannot run, or a cross-reference that names nothing; else every entry resolved once, every default filled
-    in: the execution options, each partition's and trace's job spec, each algorithm's options, and each experiment's
-    training.local by algorithm (local_spec)."""
+    """Every entry resolved once, every default filled in: the execution options, each partition's and trace's job
+    spec, each algorithm's options, each experiment's training.local by algorithm (local_spec). ConfigError names the
+    first key of an entry (or the execution block) that cannot run, or of a cross-reference that names nothing."""
     execution = _typed(ExecutionOptions, config.get("execution", {}), "execution")
     partitions = {}
     for name, spec in config["partitions"].items():

@@ -57,8 +57,7 @@ def as_json(obj) -> str:
 
 
 def partition_spec(config: dict, name: str) -> dict:
-    """What a partition job depends on: its dataset and its scheme's settings, every default filled in (a changed
-    default is a changed job)."""
+    """What a partition job depends on: its dataset and its scheme's settings, every default filled in."""
     spec = config["partitions"][name]
     return {"dataset": spec["dataset"], "scheme": spec["scheme"], **asdict(resolve_partition(without(spec, "dataset")))}
 

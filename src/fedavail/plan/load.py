@@ -6,6 +6,7 @@ than it shows (010 is 8, 1:00 is 60) is an error, and a document whose aliases e
 (a "billion laughs") is refused before it is built."""
 
 import copy
+import functools
 import re
 from pathlib import Path
 
@@ -112,10 +113,7 @@ def load_config_file(path: str | Path) -> dict:
 def load_config(paths, overrides: dict | None = None) -> dict:
     """The config files, read strictly and merged in order, then `overrides` (Snakemake's --config), with grids and
     sets expanded."""
-    merged = {}
-    for path in paths:
-        merged = merge(merged, load_config_file(path))
-    return expand(merge(merged, overrides or {}))
+    return expand(functools.reduce(merge, [*map(load_config_file, paths), overrides or {}], {}))
 
 
 def validate(config: dict) -> None:

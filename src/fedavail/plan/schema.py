@@ -1,10 +1,9 @@
 """The config's JSON schema, generated from the plan layer's settings: fedavail.plan.load.validate checks every config
-against it, and fedavail.plan.docs writes it out as workflow/schemas/config.schema.yaml.
-
-Validation fills in the defaults the schema states, so it states them exactly where jobs read the config as it
-is: execution, training and training.augmentation. Every other block's defaults, and the value bounds of every
-setting, the plan layer fills in and checks (fedavail.plan.plan.build_plan); the schema bounds only what no dataclass
-declares: the seeds, the dataset options and an algorithm entry's own lr."""
+against it, and fedavail.plan.docs writes it out as workflow/schemas/config.schema.yaml. Validation fills in the
+defaults the schema states, so it states them exactly where jobs read the config as it is: execution, training and
+training.augmentation. Every other block's defaults, and the value bounds of every setting, the plan layer fills in
+and checks (fedavail.plan.plan.build_plan); the schema bounds only what no dataclass declares: the seeds, the dataset
+options and an algorithm entry's own lr."""
 
 import types
 import typing

@@ -65,9 +65,8 @@ def run_algorithms(algorithm_spec: dict) -> tuple[str, ...]:
 
 
 def training_sources(algorithms: tuple[str, ...]) -> list[Path]:
-    files = module_files()
-    return sorted(files[module] for module in imported_by(TRAINING_ROOT, *(f"fedavail.algorithms.{name}"
-                                                                         for name in algorithms)))
+    modules = imported_by(TRAINING_ROOT, *(f"fedavail.algorithms.{name}" for name in algorithms))
+    return sorted(module_files()[module] for module in modules)
 
 
 @functools.cache

@@ -120,13 +120,9 @@ class FedSWETrace(TraceModel):
             raise ValueError("the fedswe availability model needs the partition (p_i = <ν_i, φ> uses the class mix)")
         if part.num_clients != num_clients:
             raise ValueError(f"partition has {part.num_clients} clients, trace asked for {num_clients}")
-        if self.class_mix == "nu":
-            if part.nu is None:
-                raise ValueError(f"{WHAT} 'class_mix': scheme {part.params.get('scheme')!r} draws no ν_i; use "
-                                 "'empirical'")
-            mix = part.nu
-        else:
-            mix = part.label_hist / np.maximum(part.sizes, 1)[:, None]
+        if self.class_mix == "nu" and part.nu is None:
+            raise ValueError(f"{WHAT} 'class_mix': scheme {part.params.get('scheme')!r} draws no ν_i; use 'empirical'")
+        mix = part.nu if self.class_mix == "nu" else part.label_hist / np.maximum(part.sizes, 1)[:, None]
         num_classes = mix.shape[1]
         phi_max = (np.where(np.arange(num_classes) < num_classes // 2, 1.0, 0.5) if self.phi_max is None
                    else np.asarray(self.phi_max, float))
@@ -232,10 +228,8 @@ class MarkovTrace(TraceModel):
         uniforms = round_rng.random((rounds, num_clients))
         available = np.empty((rounds, num_clients), dtype=bool)
         available[0] = uniforms[0] < stationary
-        for t in range(1, rounds):
-            stay_on = available[t - 1] & (uniforms[t] >= p_off)
-            turn_on = ~available[t - 1] & (uniforms[t] < p_on)
-            available[t] = stay_on | turn_on
+        for t in range(1, rounds):  # on: turns off when u < p_off; off: turns on when u < p_on
+            available[t] = np.where(available[t - 1], uniforms[t] >= p_off, uniforms[t] < p_on)
         return available, np.broadcast_to(stationary, (rounds, num_clients)), {}
 
 
@@ -319,10 +313,9 @@ def uniform_cohorts(rounds: int, num_clients: int, size: int, rng: np.random.Gen
 def skewed_cohorts(distribution: str, rounds: int, num_clients: int, size: int,
                    rng: np.random.Generator) -> np.ndarray:
     """int64 [T, n]: per round the first n distinct in-range indices ⌊m·Z⌋ of an i.i.d. stream of Z (the authors'
-    rejection loop: an index ≥ m or already drawn is skipped), sorted ascending.
-
-    Vectorised: a chunk of rounds draws a block of Z per round at once; a round whose block holds fewer than n
-    distinct valid indices redraws a larger block, which leaves the law unchanged because the stream is i.i.d."""
+    rejection loop: an index ≥ m or already drawn is skipped), sorted ascending. Vectorised: a chunk of rounds draws a
+    block of Z per round at once; a round whose block holds fewer than n distinct valid indices redraws a larger
+    block, which leaves the law unchanged because the stream is i.i.d."""
     cohorts = np.empty((rounds, size), dtype=np.int64)
     block = _DRAWS_PER_SLOT * size
     chunk = max(1, _MAX_DRAWS_AT_ONCE // block)

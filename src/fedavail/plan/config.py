@@ -44,11 +44,8 @@ def without(spec: dict, *keys: str) -> dict:
 
 def merge(base: dict, update: dict) -> dict:
     """Nested mappings merged key by key, later values winning (how Snakemake combines several config files)."""
-    merged = dict(base)
-    for key, value in update.items():
-        merged[key] = merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) \
-            else value
-    return merged
+    return {**base, **{key: merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict)
+                       else value for key, value in update.items()}}
 
 
 def as_json(obj) -> str:

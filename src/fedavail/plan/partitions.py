@@ -2,13 +2,12 @@
 their checks and how it splits the samples (`split`; fedavail.data.partition makes, stores and plots the partitions).
 A config's partition entry is `dataset` plus `scheme` plus the scheme's settings.
 
-Class-pool exhaustion (client_dirichlet with equal sizes, balanced_dirichlet): demands are granted in passes. In a pass
-every client asks for its unmet count over the classes that still have samples; a class asked for more than it has
-grants its samples to a uniformly random subset of the asked units (a multivariate hypergeometric draw, i.e. FedLab's
-random order of per-sample draws); a client's refused units are asked again in the next pass from ν_i renormalised
-over the classes still available. If ν_i has no mass left there (small α underflows to exact zeros), the refused units
-follow the remaining class pool sizes instead. Each pass either satisfies everyone or empties a class, so at most C
-passes run."""
+Class-pool exhaustion (client_dirichlet with equal sizes, balanced_dirichlet) is resolved in passes: each client asks
+for its unmet count over the classes that still have samples; a class asked for more than it has grants its samples to a
+uniformly random subset of the asked units (a multivariate hypergeometric draw, i.e. FedLab's random order of per-sample
+draws); refused units are asked again in the next pass from ν_i renormalised over the classes still available or, where
+ν_i has no mass left there (small α underflows to exact zeros), from the remaining class pool sizes. Each pass either
+satisfies everyone or empties a class, so at most C passes run."""
 
 from dataclasses import dataclass, replace
 from functools import partial

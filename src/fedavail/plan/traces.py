@@ -280,8 +280,7 @@ def per_client(value, key: str, num_clients: int) -> np.ndarray:
 
 
 def check_trace_for(spec: dict, num_clients: int) -> None:
-    """What resolve_trace cannot check without the client count m: the memory of drawing it, the snapshot size and
-    the model's own (check_for). Raise ValueError naming the key."""
+    """The checks that need the client count m: drawing memory, snapshot size, check_for; ValueError names the key."""
     model = resolve_trace(spec)
     needed = (model.rounds or 0) * num_clients * TRACE_BYTES_PER_ENTRY
     if needed > MAX_TRACE_BYTES:

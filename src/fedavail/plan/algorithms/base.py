@@ -1,6 +1,5 @@
-"""The options every algorithm has. Each algorithm's own options are a subclass in its module of this package, declared
-@registered, which the algorithm class (fedavail.algorithms.<name>) inherits, so a config is checked without building
-anything."""
+"""The options every algorithm has; each algorithm's own subclass them in its module here, @registered, and its
+algorithm class (fedavail.algorithms.<name>) inherits those, so a config is checked without building anything."""
 
 from dataclasses import dataclass, fields
 from typing import ClassVar

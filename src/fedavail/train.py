@@ -49,8 +49,7 @@ class DeviceUnavailable(RuntimeError):
 
 
 def check_device(requested: str) -> torch.device:
-    """The device `requested` names (auto: CUDA when present); DeviceUnavailable for a CUDA device (cuda, cuda:N)
-    this machine lacks."""
+    """The device `requested` names (auto: CUDA if present); DeviceUnavailable for a CUDA device this machine lacks."""
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if requested.startswith("cuda") and not torch.cuda.is_available():
@@ -251,8 +250,7 @@ class _Shared:
         self.device, self.threads, self.dtype, self.execution, self.started = device, threads, dtype, execution, started
         self.code_sha256 = code_sha256  # training_code_sha256 of the run's algorithms, computed once per process
         self.training = training = spec["training"]
-        self.dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v
-                        for k, v in load_prepared(prepared).items()}
+        self.dataset = {k: v.to(device) if torch.is_tensor(v) else v for k, v in load_prepared(prepared).items()}
         self.model = FlatModel(build_model(training["model"], self.dataset, int(spec["seed"])).to(dtype)).to(device)
         # training.local with the algorithm's lr (a hand-written spec's, see `run`): every seed's, as they share it
         self.local = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local")
@@ -373,9 +371,8 @@ class SeedRun:
 
 
 def _resumable(checkpoint: Checkpoint, fresh: dict[str, State], rounds: int, batched: bool, path: Path) -> bool:
-    """Whether a checkpoint of this run's fingerprint can be resumed here. One saved on the other back end is left
-    (the resumed run would match neither uninterrupted run); one whose rounds or tensors do not fit the run is set
-    aside."""
+    """Whether a checkpoint of this run's fingerprint can be resumed here. One saved on the other back end is left (the
+    resumed run would match neither uninterrupted run); one whose rounds or tensors do not fit the run is set aside."""
     if checkpoint.batched != batched:
         log.warning("checkpoint %s was saved on the %s back end and this process runs the %s one: starting over",
                     path, *(("vmap", "loop") if checkpoint.batched else ("loop", "vmap")))

@@ -68,11 +68,9 @@ def cmd_trace(args) -> None:
     from fedavail.data.partition import load_partition
 
     partition = load_partition(args.partition) if args.partition else None
-    spec = dict(args.spec)
-    num_clients = spec.pop("num_clients", None) or partition.num_clients
-    rounds = spec.pop("rounds")
-    spec.pop("partition", None)
-    trace = make_trace(spec, num_clients, rounds, args.seed, partition)
+    spec = {k: v for k, v in args.spec.items() if k not in ("num_clients", "rounds", "partition")}
+    num_clients = args.spec.get("num_clients") or partition.num_clients
+    trace = make_trace(spec, num_clients, args.spec["rounds"], args.seed, partition)
     save_trace(args.out, trace)
     plot_trace(trace, args.figure)
 
@@ -213,8 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     _log_time(args.stage, "finished", main_started)
     if argv is None:
         # The stage's files are written and closed: skip the interpreter's teardown (~0.5 s a process with torch
-        # loaded, ~0.07 s with matplotlib), paid by every job. Locks (fedavail.gpu_slots) are released by the kernel
-        # all the same.
+        # loaded, ~0.07 s with matplotlib), paid by every job. The kernel releases locks (fedavail.gpu_slots) anyway.
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()

@@ -73,8 +73,7 @@ def claim(slot_dir: str | os.PathLike, requested_device: str = "auto") -> Slot |
             handle.close()
             continue
         handle.truncate(0)
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
+        print(os.getpid(), file=handle, flush=True)
         _held.append(Slot(device, level, path, handle))
         os.environ["CUDA_VISIBLE_DEVICES"] = device
         log.info("GPU slot: CUDA_VISIBLE_DEVICES=%s (%s of %s; %s)", device,

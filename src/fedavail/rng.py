@@ -27,6 +27,4 @@ def torch_generator(seed: int, purpose: str, *keys: int, device: str | torch.dev
     import torch  # here, not at the top: partition and trace jobs draw only from numpy and never load torch
 
     state = seed_sequence(seed, purpose, *keys).generate_state(2, dtype=np.uint32)
-    generator = torch.Generator(device=device)
-    generator.manual_seed(int(state[0]) << 32 | int(state[1]))
-    return generator
+    return torch.Generator(device=device).manual_seed(int(state[0]) << 32 | int(state[1]))

@@ -1,6 +1,5 @@
 """Training runs: set up (prepared data, partition, trace; model, algorithm, local trainer, state, resume), loop
 rounds, and record (evaluation schedule, per-round metrics in parquet, checkpoints, a summary with provenance in JSON).
-
 `run` trains one run; `run_seeds` several in one process (the seeds of an experiment x algorithm, and runs of other
 experiments with the same settings), each with its own partition, trace, keyed streams, state and outputs, the local
 work of all their participants one back-end call (fedavail.engine.local.train_together)."""
@@ -50,8 +49,7 @@ class DeviceUnavailable(RuntimeError):
 
 
 def check_device(requested: str) -> torch.device:
-    """The device `requested` names (auto: CUDA when present); DeviceUnavailable for a CUDA device (cuda, cuda:N)
-    this machine lacks."""
+    """The device `requested` names (auto: CUDA if present); DeviceUnavailable for a CUDA device this machine lacks."""
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if requested.startswith("cuda") and not torch.cuda.is_available():
@@ -126,10 +124,8 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
         execution: Execution = Execution(), stop_after_round: int | None = None) -> dict:
     """Run (or resume) one training run described by `spec` = {seed, training: {..., local: {...}}, algorithm: {...}}
     (fedavail.plan.plan.Plan.run_spec resolves the local optimisation block, the algorithm's lr included; a spec written
-    by hand may give `lr` in its algorithm block instead, which overrides training.local.lr).
-
-    Returns the summary, or {"stopped_at": round} when the run stopped early. `stop_after_round` ends the run early
-    as if preempted (tests use it to check resume)."""
+    by hand may give `lr` in its algorithm block instead, which overrides training.local.lr). Returns the summary, or
+    {"stopped_at": round} when the run stopped early (`stop_after_round` stops it as if preempted: tests of resume)."""
     inputs = RunInputs(Path(partition_path), Path(trace_path), Path(out_dir), spec)
     return run_seeds(prepared_path, [inputs], execution, stop_after_round)[0]
 
@@ -251,12 +247,10 @@ class _Shared:
 
     def __init__(self, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,
                  dtype: torch.dtype, started: float, code_sha256: str):
-        self.device, self.threads, self.dtype, self.execution = device, threads, dtype, execution
-        self.started = started
+        self.device, self.threads, self.dtype, self.execution, self.started = device, threads, dtype, execution, started
         self.code_sha256 = code_sha256  # training_code_sha256 of the run's algorithms, computed once per process
         self.training = training = spec["training"]
-        self.dataset = {k: v.to(device) if isinstance(v, torch.Tensor) else v
-                        for k, v in load_prepared(prepared).items()}
+        self.dataset = {k: v.to(device) if torch.is_tensor(v) else v for k, v in load_prepared(prepared).items()}
         self.model = FlatModel(build_model(training["model"], self.dataset, int(spec["seed"])).to(dtype)).to(device)
         # training.local with the algorithm's lr (a hand-written spec's, see `run`): every seed's, as they share it
         self.local = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local")
@@ -269,13 +263,12 @@ class _Shared:
 
 class SeedRun:
     """One seed inside a training process: its algorithm, local trainer, trace and state, and its outputs (metrics
-    rows on the evaluation schedule, checkpoints, the summary with provenance)."""
+    rows on the evaluation schedule, checkpoints, the summary with provenance). `label` names it in log lines."""
 
     def __init__(self, shared: _Shared, seed_inputs: RunInputs, label: str):
         spec, training, device, checkpoint = seed_inputs.spec, shared.training, shared.device, seed_inputs.checkpoint
         self.shared, self.spec, self.paths, self.inputs = shared, spec, seed_inputs.paths, seed_inputs.inputs
-        self.fingerprint = seed_inputs.fingerprint
-        self.label = label  # names the seed in log lines when several train in one process
+        self.fingerprint, self.label = seed_inputs.fingerprint, label
         seed = int(spec["seed"])
         # A hand-written spec's lr is in shared.local.
         hyperparameters = {k: v for k, v in spec["algorithm"].items() if k not in ("algorithm", "lr")}
@@ -315,15 +308,10 @@ class SeedRun:
         self.progress = _progress(self.next_round, rounds, label)
 
     def context(self, t: int) -> RoundContext:
-        device = self.trainer.data.device
-        return RoundContext(
-            round=t,
-            available=torch.from_numpy(self.trace.available[t]).to(device),
-            prob=None if self.trace.prob is None else torch.from_numpy(self.trace.prob[t]).to(device),
-            snapshot=None if self.trace.snapshot is None else torch.from_numpy(self.trace.snapshot[t]).to(device),
-            lr=self.trainer.options.lr_at(t),
-            generator=torch_generator(self.trainer.seed, "algorithm", t),
-        )
+        available, prob, snapshot = (None if table is None else torch.from_numpy(table[t]).to(self.trainer.data.device)
+                                     for table in (self.trace.available, self.trace.prob, self.trace.snapshot))
+        return RoundContext(t, available, prob, snapshot, lr=self.trainer.options.lr_at(t),
+                            generator=torch_generator(self.trainer.seed, "algorithm", t))
 
     def record(self, t: int, ctx: RoundContext, clients: torch.Tensor, result: LocalResult,
                round_started: float) -> bool:
@@ -383,9 +371,8 @@ class SeedRun:
 
 
 def _resumable(checkpoint: Checkpoint, fresh: dict[str, State], rounds: int, batched: bool, path: Path) -> bool:
-    """Whether a checkpoint of this run's fingerprint can be resumed here. One saved on the other back end is left
-    (the resumed run would match neither uninterrupted run); one whose rounds or tensors do not fit the run is set
-    aside."""
+    """Whether a checkpoint of this run's fingerprint can be resumed here. One saved on the other back end is left (the
+    resumed run would match neither uninterrupted run); one whose rounds or tensors do not fit the run is set aside."""
     if checkpoint.batched != batched:
         log.warning("checkpoint %s was saved on the %s back end and this process runs the %s one: starting over",
                     path, *(("vmap", "loop") if checkpoint.batched else ("loop", "vmap")))

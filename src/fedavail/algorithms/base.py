@@ -26,9 +26,8 @@ class RoundContext:
 
 
 class Algorithm:
-    """FedAvg-shaped defaults: participants are the available clients, all start from the server model x.
-
-    An algorithm class also inherits its options dataclass (fedavail.plan.algorithms), which holds its fields."""
+    """FedAvg-shaped defaults: participants are the available clients, all start from the server model x. An
+    algorithm class also inherits its options dataclass (fedavail.plan.algorithms), which holds its fields."""
 
     global_lr: float
 

@@ -48,14 +48,12 @@ class Fast(FastOptions, Algorithm):
             raise ValueError(f"fast: base {self.base!r} state already has key(s) {clash}")
         q = {"every": 1.0 / self.interval, "bernoulli": self.q, "adaptive": 0.0}[self.schedule]
         q0 = torch.tensor(q, dtype=torch.float64, device=x0.device)
-        zero = torch.zeros((), dtype=torch.float64, device=x0.device)
-        return {**state, "q": q0, "last_q": q0.clone(), "last_snapshot": zero.clone(), "last_acc": zero.clone()}
+        return {**state, "q": q0, "last_q": q0.clone(), "last_snapshot": q0.new_zeros(()), "last_acc": q0.new_zeros(())}
 
     def is_snapshot(self, state: State, ctx: RoundContext) -> bool:
         if self.schedule == "every":
             return ctx.round % self.interval == 0
-        peek = torch.Generator(device=ctx.generator.device)
-        peek.set_state(ctx.generator.get_state())
+        peek = torch.Generator(device=ctx.generator.device).set_state(ctx.generator.get_state())
         draw = torch.rand((), generator=peek, device=ctx.generator.device, dtype=torch.float64).item()
         return draw < float(state["q"])
 

@@ -20,10 +20,8 @@ from fedavail.plan.algorithms.fedau import FedAUOptions
 
 class FedAU(FedAUOptions, Algorithm):
     def init_state(self, x0: torch.Tensor, client_sizes: torch.Tensor) -> State:
-        m = len(client_sizes)
-        counts = torch.zeros(m, dtype=torch.int64, device=x0.device)
-        return {"x": x0.clone(), "M": counts, "Omega": torch.zeros(m, dtype=torch.float64, device=x0.device),
-                "S": counts.clone()}
+        counts = torch.zeros(len(client_sizes), dtype=torch.int64, device=x0.device)
+        return {"x": x0.clone(), "M": counts, "Omega": counts.to(torch.float64), "S": counts.clone()}
 
     def weights(self, state: State, clients: torch.Tensor) -> torch.Tensor:
         """ω_i for `clients`, from the intervals recorded before this round."""

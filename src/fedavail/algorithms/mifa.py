@@ -43,8 +43,7 @@ class MIFA(MIFAOptions, Algorithm):
         state = {**state, "G_sum": memory_sum}
         if self.init == "wait" and not bool(seen.all()):
             return state
-        num_clients = len(memory)
-        return {**state, "x": state["x"] - self.global_lr * scale * memory_sum / num_clients}
+        return {**state, "x": state["x"] - self.global_lr * scale * memory_sum / len(memory)}
 
 
 ALGORITHM = MIFA

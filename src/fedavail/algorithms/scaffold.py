@@ -38,12 +38,8 @@ class Scaffold(ScaffoldOptions, Algorithm):
         c_old = table[clients]
         c_new = result.mean_gradient.to(c_old)
         table.index_copy_(0, clients, c_new)
-        return {
-            **state,
-            "x": state["x"] + self.global_lr * (result.end - result.start).mean(0),
-            "c": c + (c_new - c_old).sum(0) / table.shape[0],
-            "c_i": table,
-        }
+        return {**state, "x": state["x"] + self.global_lr * (result.end - result.start).mean(0),
+                "c": c + (c_new - c_old).sum(0) / table.shape[0]}  # c_i: the same table, updated in place
 
 
 ALGORITHM = Scaffold

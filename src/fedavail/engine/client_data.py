@@ -53,9 +53,8 @@ class ClientData:
         generator = torch_generator(seed, "minibatch", round_index, client, device=self.device)
         own = self.client_positions(client)
         needed = steps * batch_size
-        reshuffles = -(-needed // len(own))
         order = torch.cat([torch.randperm(len(own), generator=generator, device=self.device)
-                           for _ in range(reshuffles)])
+                           for _ in range(-(-needed // len(own)))])
         return list(own[order[:needed]].view(steps, batch_size)), generator
 
     def epoch_order(self, seed: int, client: int, epoch: int, shuffle: bool) -> torch.Tensor:

@@ -11,8 +11,7 @@ def evaluate(model: FlatModel, weights: torch.Tensor, x: torch.Tensor, y: torch.
              batch_size: int = 2048) -> tuple[float, float]:
     """(mean cross-entropy, accuracy) of `weights` on (x, y); `to_inputs` turns stored samples into model inputs."""
     model.module.eval()
-    total_loss = torch.zeros((), dtype=torch.float64, device=weights.device)
-    total_correct = torch.zeros((), dtype=torch.float64, device=weights.device)
+    total_loss, total_correct = torch.zeros(2, dtype=torch.float64, device=weights.device)
     for start in range(0, len(y), batch_size):
         logits = model(weights, to_inputs(x[start:start + batch_size]))
         labels = y[start:start + batch_size]

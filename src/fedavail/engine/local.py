@@ -1,11 +1,9 @@
 """Local training of a round's participants, from the start points the algorithm chose, with the experiment's local
-settings (fedavail.plan.local). Two interchangeable back ends: a per-client loop (the fast path on CPU) and a
-torch.func.vmap over stacked client parameters (the default on CUDA). Both consume the same keyed minibatches and the
-same optimizer formula (engine.optim), so their end points agree up to floating-point reassociation.
-
-Per-client state that outlives a round (optimizer moments with `optimizer_state: persistent`; the epoch cursor and
-running training accuracy of epoch-based work) lives in the [m, ...] tables of `ClientTrainer.init_state`, which the
-trainer checkpoints with the algorithm's state."""
+settings (fedavail.plan.local). Two interchangeable back ends, a per-client loop (the fast path on CPU) and a
+torch.func.vmap over stacked client parameters (the default on CUDA), consume the same keyed minibatches and optimizer
+formula (engine.optim), so their end points agree up to floating-point reassociation. Per-client state that outlives
+a round (optimizer moments with `optimizer_state: persistent`; the epoch cursor and running training accuracy of
+epoch-based work) lives in the [m, ...] tables of `ClientTrainer.init_state`, checkpointed with the algorithm state."""
 
 import contextlib
 from dataclasses import dataclass
@@ -153,13 +151,11 @@ class ClientTrainer:
 
 
 def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[LocalResult]:
-    """One back-end call for the local work of several seeds' participants (same model, settings and back end; their
-    own partitions, keyed streams and tables): one vmap over seeds x clients on the batched back end.
-
-    Every client's minibatches, dropout and optimizer rows are keyed by its own seed, so each seed's results are its
-    separate run's (exactly on the loop; on vmap up to the reassociation of batched kernels). Per-client tables change
-    only after the whole round's local work (a stop request mid-round leaves them as they were at the round's start,
-    which is what a checkpoint then records)."""
+    """One back-end call for the local work of several seeds' participants (same model, settings and back end; their own
+    partitions, keyed streams and tables): one vmap over seeds x clients on the batched back end. Every client's
+    minibatches, dropout and optimizer rows are keyed by its own seed, so each seed's results are its separate run's
+    (exactly on the loop; on vmap up to batched kernels' reassociation). Per-client tables change only after the whole
+    round's local work: a stop request mid-round leaves them as at the round's start, which a checkpoint records."""
     trainer = works[0].trainer
     if not all(w.trainer.model is trainer.model and w.trainer.options == trainer.options
                and w.trainer.batched == trainer.batched for w in works):

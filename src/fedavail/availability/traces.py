@@ -1,9 +1,7 @@
 """Availability traces: for every round and client, whether the client is available, stored once per seed; all
 algorithms of a seed read the same trace. The models, their settings and what each draws: fedavail.plan.traces.
-
-Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots. So traces of one seed
-share their snapshots, and FedSWE dynamics of one seed share their p_i.
-"""
+Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots; so traces of one seed
+share their snapshots, and FedSWE dynamics of one seed share their p_i."""
 
 import functools
 import json

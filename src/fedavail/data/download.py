@@ -162,10 +162,9 @@ def locate_placed(raw_dir: Path) -> list[Path]:
 
 
 def verify(name: str, raw_dir: Path, checksums: dict[str, str] | None = None) -> list[Path]:
-    """locate(), then check every file that has a published checksum against it (`checksums` {filename: md5}
-    overrides, as in fetch). The prepare step calls this itself: a manifest says a download once succeeded, not that
-    the files now in the folder are the ones verified (and CIFAR-10's pickles must only be read from a verified
-    archive)."""
+    """locate(), then check each file with a published checksum against it (`checksums` {filename: md5} overrides, as
+    in fetch). The prepare step calls this itself: a manifest says a download once succeeded, not that the files now in
+    the folder are the ones verified (and CIFAR-10's pickles must only be read from a verified archive)."""
     paths = locate(name, raw_dir)
     for raw, path in zip(source(name).files, paths):
         expected = (checksums or {}).get(raw.filename, raw.md5)

@@ -13,8 +13,7 @@ Which roles become clients (`select_roles`, LEAF's filters in LEAF's order):
      test sample are dropped, which in practice removes roles shorter than ~5 * SEQ_LENGTH characters;
   4. with `num_clients` set, the `num_clients` roles with the most samples are kept (ties by client id). FAST uses 139.
      LEAF instead samples users at random until a data fraction is reached; keeping the largest roles is deterministic
-     and keeps the clients that carry most of the text.
-"""
+     and keeps the clients that carry most of the text."""
 
 import re
 from itertools import groupby
@@ -64,12 +63,9 @@ _COE_LINES = re.compile(r"^([a-zA-Z][a-zA-Z ]*)\. (.*)"), re.compile(r"^(.*)")
 def parse_complete_works(text: str) -> dict[str, list[str]]:
     """{client id: speech lines} from the 1994 Gutenberg complete works LEAF downloads ("  NAME. speech" on a line
     indented by two spaces, continuation lines by four, plays introduced by "by William Shakespeare"), following LEAF's
-    preprocess_shakespeare.py.
-
-    LEAF skips the sonnets by starting at the second work and stops at a fixed line number of its copy of the file;
-    here every non-dramatic work is skipped by its title instead, and works with at most one role are dropped as LEAF
-    drops its "degenerate plays".
-    """
+    preprocess_shakespeare.py. LEAF skips the sonnets by starting at the second work and stops at a fixed line number
+    of its copy of the file; here every non-dramatic work is skipped by its title instead, and works with at most one
+    role are dropped as LEAF drops its "degenerate plays"."""
     lines = text.splitlines()
     plays: list[tuple[str, dict[str, list[str]]]] = []
     roles: dict[str, list[str]] | None = None
@@ -164,11 +160,10 @@ def decode(ids) -> str:
 
 
 def role_stream(lines: list[str], seq_length: int = SEQ_LENGTH) -> tuple[np.ndarray, np.ndarray]:
-    """One role's token stream (uint8) and the position of every target in it.
-
-    The lines are laid out as [pad, line 0, pad, line 1, ...] with seq_length spaces of padding, and every character
-    of each line is a target whose input window is the seq_length tokens before it: window j is
-    stream[positions[j] - seq_length : positions[j]], target j is stream[positions[j]]."""
+    """One role's token stream (uint8) and the position of every target in it: the lines are laid out as [pad, line 0,
+    pad, line 1, ...] with seq_length spaces of padding, and every character of each line is a target whose input window
+    is the seq_length tokens before it: window j is stream[positions[j] - seq_length : positions[j]], target j is
+    stream[positions[j]]."""
     texts = [normalize_line(line) + "\n" for line in lines]
     ids = encode("".join(texts))
     lengths = np.array([len(t) for t in texts], dtype=np.int64)

@@ -191,9 +191,8 @@ def download_file(url: str, destination: Path, md5: str | None) -> None:
 
 
 def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[str, str] | None = None) -> list[Path]:
-    """Make the raw files of dataset `name` present and verified in raw_dir; return their paths. Files already
-    present are verified and never re-downloaded. `checksums` ({filename: md5}) overrides the expected md5 of the
-    named files (tests use it with miniature files)."""
+    """Make dataset `name`'s raw files present and verified in raw_dir; return their paths. Files already there are
+    verified, never downloaded again. `checksums` {filename: md5} overrides their md5 (tests: miniature files)."""
     if name == PLACED_BY_HAND:  # LEAF's own scripts write these files: nothing to download, only to find them
         return locate_placed(raw_dir)
     raw_dir = Path(raw_dir)

@@ -107,10 +107,9 @@ _MAX_SPEAKER_WORDS = 5
 def speaker_name(line: str) -> str | None:
     """The role a speaker line introduces ("Hor.", "KING. ", "1 Clown.", "Oph. [Sings.]"), upper-cased, or None."""
     head = re.split(r"[\[{]", line, maxsplit=1)[0].rstrip()  # a stage direction may follow the name
-    if len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head) or not (head.endswith(".") or head.isupper()):
-        return None
     words = head.split()
-    if len(words) > _MAX_SPEAKER_WORDS or _HEADING.match(head):
+    if (len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head) or not (head.endswith(".") or head.isupper())
+            or len(words) > _MAX_SPEAKER_WORDS or _HEADING.match(head)):
         return None
     # Speech that happens to end in a period ("Good night.") has lower-case words; names do not.
     is_name = all(w[0].isupper() or w[0].isdigit() or w in _NAME_JOINERS for w in words)
@@ -201,10 +200,9 @@ def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, me
     (64), num_clients (None: every role passing the filters), train_fraction (0.8)."""
     seq_length = int(options.get("seq_length", SEQ_LENGTH))
     min_samples = int(options.get("min_samples", MIN_SAMPLES))
-    num_clients = options.get("num_clients")
+    num_clients = None if options.get("num_clients") is None else int(options["num_clients"])
     train_fraction = float(options.get("train_fraction", TRAIN_FRACTION))
-    kept = select_roles(roles, min_samples, None if num_clients is None else int(num_clients), train_fraction,
-                        seq_length)
+    kept = select_roles(roles, min_samples, num_clients, train_fraction, seq_length)
     if not kept:
         raise ValueError(f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a "
                          f"non-empty test split")

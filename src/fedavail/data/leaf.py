@@ -129,5 +129,4 @@ def prepare(raw_dir: Path, options: dict) -> dict:
             offset += len(text)
     meta = {**provenance(f"LEAF's Shakespeare JSON ({train_path.name}, {test_path.name})", [train_path, test_path]),
             "seq_length": seq_length, "num_clients": len(users)}
-    return text_dataset(NAME, ALL_LETTERS, seq_length, parts, encode("".join(texts)).astype(np.uint8), list(users),
-                        meta)
+    return text_dataset(NAME, ALL_LETTERS, seq_length, parts, encode("".join(texts)).astype(np.uint8), users, meta)

@@ -1,9 +1,8 @@
 """The train labels of a prepared dataset (fedavail.data.prepared), read without torch: they are all a partition job
-needs, and importing torch would take most of its time.
-
-A prepared file is torch.save's zip archive: `data.pkl`, a pickle whose tensors name their storages, and one raw
-little-endian record per storage under `data/`. The unpickler accepts only the globals a prepared dataset holds (as
-torch.load's weights_only does), so a shared file cannot run code; only the storages asked for are read."""
+needs, and importing torch would take most of its time. A prepared file is torch.save's zip archive: `data.pkl`, a
+pickle whose tensors name their storages, and one raw little-endian record per storage under `data/`. The unpickler
+accepts only the globals a prepared dataset holds (as torch.load's weights_only does), so a shared file cannot run
+code; only the storages asked for are read."""
 
 import collections
 import io

@@ -1,9 +1,7 @@
 """Availability traces: for every round and client, whether the client is available, stored once per seed; all
 algorithms of a seed read the same trace. The models, their settings and what each draws: fedavail.plan.traces.
-
-Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots. So traces of one seed
-share their snapshots, and FedSWE dynamics of one seed share their p_i.
-"""
+Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots; so traces of one seed
+share their snapshots, and FedSWE dynamics of one seed share their p_i."""
 
 import functools
 import json
@@ -81,13 +79,12 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
         clients = np.unique(order[np.round(np.linspace(0.1, 0.9, 3) * (len(order) - 1)).astype(int)])
     clients = np.asarray(clients, dtype=np.int64)
     shown, num_clients = min(rounds, trace.available.shape[0]), trace.available.shape[1]
-    t = np.arange(shown)
     colors = colormaps["tab10"](np.arange(len(clients)) % 10)
     fig = Figure(figsize=(8, 7))
     ax_prob, ax_boxes, ax_all = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [2, 1, 3]})
     for row, (color, client) in enumerate(zip(colors, clients)):
         if trace.prob is not None:
-            ax_prob.step(t, trace.prob[:shown, client], where="mid", color=color, label=f"client {client}")
+            ax_prob.step(range(shown), trace.prob[:shown, client], where="mid", color=color, label=f"client {client}")
         ax_boxes.bar(np.flatnonzero(trace.available[:shown, client]), 0.8, bottom=row - 0.4, width=0.9, color=color)
     if trace.prob is not None:
         ax_prob.set_ylim(-0.03, 1.03)

@@ -7,11 +7,9 @@ import torch.nn.functional as F
 def random_crop_flip(images: torch.Tensor, generator: torch.Generator, padding: int = 4, flip: bool = True,
                      per_batch: bool = False) -> torch.Tensor:
     """Per sample: zero-pad by `padding`, crop back to H x W at a random offset, then mirror horizontally with
-    probability 1/2 (torchvision's RandomCrop(padding) + RandomHorizontalFlip, FedSWE App. H).
-
-    per_batch: one offset and one flip for the whole batch, what torchvision's transforms do when called on a
-    [B, C, H, W] tensor (the FedAWE code). images: float [B, C, H, W] on the generator's device.
-    """
+    probability 1/2 (torchvision's RandomCrop(padding) + RandomHorizontalFlip, FedSWE App. H). per_batch: one offset
+    and one flip for the whole batch, what torchvision's transforms do when called on a [B, C, H, W] tensor (the FedAWE
+    code). images: float [B, C, H, W] on the generator's device."""
     if images.dim() != 4:
         raise ValueError(f"images must be [B, C, H, W], got shape {tuple(images.shape)}")
     if padding < 0:

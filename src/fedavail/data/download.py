@@ -162,10 +162,9 @@ def locate_placed(raw_dir: Path) -> list[Path]:
 
 
 def verify(name: str, raw_dir: Path, checksums: dict[str, str] | None = None) -> list[Path]:
-    """locate(), then check every file that has a published checksum against it (`checksums` {filename: md5}
-    overrides, as in fetch). The prepare step calls this itself: a manifest says a download once succeeded, not that
-    the files now in the folder are the ones verified (and CIFAR-10's pickles must only be read from a verified
-    archive)."""
+    """locate(), then check each file with a published checksum against it (`checksums` {filename: md5} overrides, as
+    in fetch). The prepare step calls this itself: a manifest says a download once succeeded, not that the files now in
+    the folder are the ones verified (and CIFAR-10's pickles must only be read from a verified archive)."""
     paths = locate(name, raw_dir)
     for raw, path in zip(source(name).files, paths):
         expected = (checksums or {}).get(raw.filename, raw.md5)
@@ -192,9 +191,8 @@ def download_file(url: str, destination: Path, md5: str | None) -> None:
 
 
 def fetch(name: str, raw_dir: Path, allow_network: bool = True, checksums: dict[str, str] | None = None) -> list[Path]:
-    """Make the raw files of dataset `name` present and verified in raw_dir; return their paths. Files already
-    present are verified and never re-downloaded. `checksums` ({filename: md5}) overrides the expected md5 of the
-    named files (tests use it with miniature files)."""
+    """Make dataset `name`'s raw files present and verified in raw_dir; return their paths. Files already there are
+    verified, never downloaded again. `checksums` {filename: md5} overrides their md5 (tests: miniature files)."""
     if name == PLACED_BY_HAND:  # LEAF's own scripts write these files: nothing to download, only to find them
         return locate_placed(raw_dir)
     raw_dir = Path(raw_dir)

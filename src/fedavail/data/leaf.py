@@ -67,9 +67,8 @@ def read_split(path: Path) -> tuple[list[str], dict[str, tuple[list[str], list[s
         entry = _as_dict(path, user_data[user], f"the 'user_data' entry of user {shorten(user)} lists key")
         if entry is None or not {"x", "y"} <= set(entry):
             raise DatasetError(f"{who}: its 'user_data' entry must be a JSON object with 'x' and 'y'")
-        for key in ("x", "y"):
-            if not isinstance(entry[key], list):
-                raise DatasetError(f"{who}: {key!r} must be a list of strings, got {shorten(entry[key])}")
+        if not_list := next((key for key in ("x", "y") if not isinstance(entry[key], list)), None):
+            raise DatasetError(f"{who}: {not_list!r} must be a list of strings, got {shorten(entry[not_list])}")
         xs, ys = entry["x"], entry["y"]
         if len(xs) != len(ys):
             raise DatasetError(f"{who} has {len(xs)} samples in 'x' but {len(ys)} targets in 'y'")
@@ -130,5 +129,4 @@ def prepare(raw_dir: Path, options: dict) -> dict:
             offset += len(text)
     meta = {**provenance(f"LEAF's Shakespeare JSON ({train_path.name}, {test_path.name})", [train_path, test_path]),
             "seq_length": seq_length, "num_clients": len(users)}
-    return text_dataset(NAME, ALL_LETTERS, seq_length, parts, encode("".join(texts)).astype(np.uint8), list(users),
-                        meta)
+    return text_dataset(NAME, ALL_LETTERS, seq_length, parts, encode("".join(texts)).astype(np.uint8), users, meta)

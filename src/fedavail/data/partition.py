@@ -89,8 +89,7 @@ def partition_stats(part: Partition) -> "pd.DataFrame":
     """Per client: size, number of classes held, label entropy (nats), dominant class and its share."""
     import pandas as pd  # here, not at the top: trace jobs load partitions and need no pandas
 
-    hist = part.label_hist
-    sizes = part.sizes
+    hist, sizes = part.label_hist, part.sizes
     dominant = hist.argmax(axis=1)
     stats = pd.DataFrame({"client": np.arange(part.num_clients), "size": sizes, "num_classes": (hist > 0).sum(axis=1),
                           "label_entropy": _entropy_nats(hist), "dominant_class": dominant,

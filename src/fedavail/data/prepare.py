@@ -1,7 +1,5 @@
-"""Turn each dataset's raw files into the prepared dict of fedavail.data.prepared (the CLI then saves it).
-
-Images become uint8 NCHW tensors decoded once here, so training never decodes or transforms samples in Python.
-"""
+"""Turn each dataset's raw files into the prepared dict of fedavail.data.prepared (the CLI then saves it). Images
+become uint8 NCHW tensors decoded once here, so training never decodes or transforms samples in Python."""
 
 import gzip
 import io
@@ -116,8 +114,7 @@ def _cinic10(paths: list[Path]) -> tuple:
                 found[split].append((label, filename, pixels))
     classes = sorted({label for samples in found.values() for label, _, _ in samples})
     for split, samples in found.items():
-        split_classes = sorted({label for label, _, _ in samples})
-        if split_classes != classes:
+        if (split_classes := sorted({label for label, _, _ in samples})) != classes:
             raise DatasetError(f"{archive}: {split}/ has classes {split_classes}, expected {classes}")
     class_index = {c: i for i, c in enumerate(classes)}
 
@@ -158,10 +155,9 @@ BUNDLED_DATASETS = tuple(_BUNDLED_PREPARERS)
 
 
 def prepare(name: str, raw_dir: Path | None, options: dict, checksums: dict[str, str] | None = None) -> dict:
-    """The prepared dict of dataset `name`. Raw datasets read their files from raw_dir (bundled ones ignore it),
-    checked against their published checksums before anything reads them (`checksums` {filename: md5} overrides
-    them, for miniature test files). Only the Gutenberg-built Shakespeare datasets take options
-    (fedavail.data.shakespeare.build_text_dataset)."""
+    """The prepared dict of dataset `name`. Raw datasets read their files from raw_dir (bundled ones ignore it), checked
+    against their published checksums before anything reads them (`checksums` {filename: md5} overrides them, for
+    miniature test files). Only the Gutenberg-built Shakespeare datasets take options (shk.build_text_dataset)."""
     options = dict(options or {})
     if name in _BUNDLED_PREPARERS:
         return _BUNDLED_PREPARERS[name](options)

@@ -1,6 +1,5 @@
-"""The one on-disk format every dataset is prepared into, and its loader.
-
-A prepared dataset is a torch file holding a dict:
+"""The one on-disk format every dataset is prepared into, and its loader. Training reads only this: it never decodes
+images or runs per-sample Python transforms. A prepared dataset is a torch file holding a dict of
   name, kind ("image" | "text"), num_classes,
   train_x / test_x: uint8 [N, C, H, W] images; for text, int64 [N] start positions of each sample's window in `text`,
   train_y / test_y: int64 [N] labels (next-token ids for text),
@@ -8,9 +7,7 @@ A prepared dataset is a torch file holding a dict:
   mean / std: float32 [C] per-channel normalisation of the train images in [0, 1] (images only),
   train_groups: int64 [N] natural client id per train sample (optional; Shakespeare roles), group_names: list[str],
   vocab: str (text only: the characters that token ids index),
-  meta: dict of provenance (source, checksums, package version).
-Training reads only this: it never decodes images or runs per-sample Python transforms.
-"""
+  meta: dict of provenance (source, checksums, package version)."""
 
 import io
 from pathlib import Path
@@ -88,8 +85,7 @@ def text_dataset(name: str, vocab: str, seq_length: int, parts: dict, text: np.n
 
 
 def save_prepared(path: str | Path, data: dict) -> None:
-    data = dict(data)
-    data["meta"] = {**data.get("meta", {}), "fedavail_version": __version__}
+    data = {**data, "meta": {**data.get("meta", {}), "fedavail_version": __version__}}
     validate(data)
     # Serialised in memory: torch.save to a file embeds that file's (temporary) name, so the bytes would differ on
     # every prepare and DVC could not deduplicate identical datasets.

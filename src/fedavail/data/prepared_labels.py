@@ -1,9 +1,8 @@
 """The train labels of a prepared dataset (fedavail.data.prepared), read without torch: they are all a partition job
-needs, and importing torch would take most of its time.
-
-A prepared file is torch.save's zip archive: `data.pkl`, a pickle whose tensors name their storages, and one raw
-little-endian record per storage under `data/`. The unpickler accepts only the globals a prepared dataset holds (as
-torch.load's weights_only does), so a shared file cannot run code; only the storages asked for are read."""
+needs, and importing torch would take most of its time. A prepared file is torch.save's zip archive: `data.pkl`, a
+pickle whose tensors name their storages, and one raw little-endian record per storage under `data/`. The unpickler
+accepts only the globals a prepared dataset holds (as torch.load's weights_only does), so a shared file cannot run
+code; only the storages asked for are read."""
 
 import collections
 import io
@@ -72,14 +71,12 @@ def load_train_labels(path: str | os.PathLike) -> TrainLabels:
         if f"{prefix}byteorder" in names and archive.read(f"{prefix}byteorder") != b"little":
             raise ValueError("its tensors are not little-endian")
         data = _Unpickler(io.BytesIO(archive.read(pickled))).load()
-        groups = data.get("train_groups")
-        labels = TrainLabels(num_classes=int(data["num_classes"]), train_y=_array(archive, prefix, data["train_y"]),
-                             train_groups=None if groups is None else _array(archive, prefix, groups))
-        y = labels.train_y
+        num_classes, y = int(data["num_classes"]), _array(archive, prefix, data["train_y"])
+        groups = None if data.get("train_groups") is None else _array(archive, prefix, data["train_groups"])
         if y.dtype != np.int64 or y.ndim != 1:
             raise ValueError(f"train_y must be int64 [N], got {y.dtype} {list(y.shape)}")
-        if len(y) and (y.min() < 0 or y.max() >= labels.num_classes):
-            raise ValueError(f"train_y has labels outside [0, {labels.num_classes})")
-        if labels.train_groups is not None and labels.train_groups.shape != y.shape:
-            raise ValueError(f"train_groups has shape {list(labels.train_groups.shape)}, train_y {list(y.shape)}")
-    return labels
+        if len(y) and (y.min() < 0 or y.max() >= num_classes):
+            raise ValueError(f"train_y has labels outside [0, {num_classes})")
+        if groups is not None and groups.shape != y.shape:
+            raise ValueError(f"train_groups has shape {list(groups.shape)}, train_y {list(y.shape)}")
+    return TrainLabels(num_classes, y, groups)

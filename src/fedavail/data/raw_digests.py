@@ -1,10 +1,7 @@
-"""sha256 of a dataset's raw files, which the prepare rule takes as a param (workflow/rules/common.smk).
-
-Nothing Snakemake looks at changes when a raw file is replaced after a run: the download step's manifest is its only
-output and is not rewritten. As a param, the digests make Snakemake rerun prepare when a file's content changes, and
-the new prepared data then reruns what depends on it. The digests are cached by (path, size, mtime_ns) in a JSON file,
-so unchanged multi-GB archives are not read again at every invocation.
-"""
+"""sha256 of a dataset's raw files, a param of the prepare rule (workflow/rules/common.smk). Nothing Snakemake looks
+at changes when a raw file is replaced after a run (the download step's manifest, its only output, is not rewritten);
+as a param, the digests make Snakemake rerun prepare, and so what depends on it, when a file's content changes. They
+are cached by (path, size, mtime_ns) in a JSON file, so unchanged multi-GB archives are not read at every invocation."""
 
 import json
 from pathlib import Path
@@ -32,8 +29,7 @@ def cached_sha256(paths: list[Path], cache_path: Path) -> list[str]:
         entry = cache.get(key)
         if not (isinstance(entry, dict) and entry.get("size") == stat.st_size
                 and entry.get("mtime_ns") == stat.st_mtime_ns and isinstance(entry.get("sha256"), str)):
-            entry = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path)}
-            cache[key] = entry
+            entry = cache[key] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path)}
             changed = True
         digests.append(entry["sha256"])
     if changed:

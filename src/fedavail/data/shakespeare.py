@@ -13,8 +13,7 @@ Which roles become clients (`select_roles`, LEAF's filters in LEAF's order):
      test sample are dropped, which in practice removes roles shorter than ~5 * SEQ_LENGTH characters;
   4. with `num_clients` set, the `num_clients` roles with the most samples are kept (ties by client id). FAST uses 139.
      LEAF instead samples users at random until a data fraction is reached; keeping the largest roles is deterministic
-     and keeps the clients that carry most of the text.
-"""
+     and keeps the clients that carry most of the text."""
 
 import re
 from itertools import groupby
@@ -64,12 +63,9 @@ _COE_LINES = re.compile(r"^([a-zA-Z][a-zA-Z ]*)\. (.*)"), re.compile(r"^(.*)")
 def parse_complete_works(text: str) -> dict[str, list[str]]:
     """{client id: speech lines} from the 1994 Gutenberg complete works LEAF downloads ("  NAME. speech" on a line
     indented by two spaces, continuation lines by four, plays introduced by "by William Shakespeare"), following LEAF's
-    preprocess_shakespeare.py.
-
-    LEAF skips the sonnets by starting at the second work and stops at a fixed line number of its copy of the file;
-    here every non-dramatic work is skipped by its title instead, and works with at most one role are dropped as LEAF
-    drops its "degenerate plays".
-    """
+    preprocess_shakespeare.py. LEAF skips the sonnets by starting at the second work and stops at a fixed line number
+    of its copy of the file; here every non-dramatic work is skipped by its title instead, and works with at most one
+    role are dropped as LEAF drops its "degenerate plays"."""
     lines = text.splitlines()
     plays: list[tuple[str, dict[str, list[str]]]] = []
     roles: dict[str, list[str]] | None = None
@@ -111,10 +107,9 @@ _MAX_SPEAKER_WORDS = 5
 def speaker_name(line: str) -> str | None:
     """The role a speaker line introduces ("Hor.", "KING. ", "1 Clown.", "Oph. [Sings.]"), upper-cased, or None."""
     head = re.split(r"[\[{]", line, maxsplit=1)[0].rstrip()  # a stage direction may follow the name
-    if len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head) or not (head.endswith(".") or head.isupper()):
-        return None
     words = head.split()
-    if len(words) > _MAX_SPEAKER_WORDS or _HEADING.match(head):
+    if (len(head) > 40 or not _SPEAKER_TEXT.fullmatch(head) or not (head.endswith(".") or head.isupper())
+            or len(words) > _MAX_SPEAKER_WORDS or _HEADING.match(head)):
         return None
     # Speech that happens to end in a period ("Good night.") has lower-case words; names do not.
     is_name = all(w[0].isupper() or w[0].isdigit() or w in _NAME_JOINERS for w in words)
@@ -164,11 +159,10 @@ def decode(ids) -> str:
 
 
 def role_stream(lines: list[str], seq_length: int = SEQ_LENGTH) -> tuple[np.ndarray, np.ndarray]:
-    """One role's token stream (uint8) and the position of every target in it.
-
-    The lines are laid out as [pad, line 0, pad, line 1, ...] with seq_length spaces of padding, and every character
-    of each line is a target whose input window is the seq_length tokens before it: window j is
-    stream[positions[j] - seq_length : positions[j]], target j is stream[positions[j]]."""
+    """One role's token stream (uint8) and the position of every target in it: the lines are laid out as [pad, line 0,
+    pad, line 1, ...] with seq_length spaces of padding, and every character of each line is a target whose input window
+    is the seq_length tokens before it: window j is stream[positions[j] - seq_length : positions[j]], target j is
+    stream[positions[j]]."""
     texts = [normalize_line(line) + "\n" for line in lines]
     ids = encode("".join(texts))
     lengths = np.array([len(t) for t in texts], dtype=np.int64)
@@ -206,10 +200,9 @@ def build_text_dataset(name: str, roles: dict[str, list[str]], options: dict, me
     (64), num_clients (None: every role passing the filters), train_fraction (0.8)."""
     seq_length = int(options.get("seq_length", SEQ_LENGTH))
     min_samples = int(options.get("min_samples", MIN_SAMPLES))
-    num_clients = options.get("num_clients")
+    num_clients = None if options.get("num_clients") is None else int(options["num_clients"])
     train_fraction = float(options.get("train_fraction", TRAIN_FRACTION))
-    kept = select_roles(roles, min_samples, None if num_clients is None else int(num_clients), train_fraction,
-                        seq_length)
+    kept = select_roles(roles, min_samples, num_clients, train_fraction, seq_length)
     if not kept:
         raise ValueError(f"{name}: no role has {MIN_LINES}+ speech lines, at least {min_samples} samples and a "
                          f"non-empty test split")

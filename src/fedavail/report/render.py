@@ -47,8 +47,7 @@ def to_markdown(table: TextTable) -> str:
         else:
             lines.append("| " + " | ".join(_marked(c, _markdown_escape, _MARKDOWN_MARKS) for c in row) + " |")
     if table.footnotes:
-        lines.append("")
-        lines += [f"{note}  " for note in table.footnotes]
+        lines += ["", *(f"{note}  " for note in table.footnotes)]
     return "\n".join(lines) + "\n"
 
 
@@ -84,8 +83,7 @@ def to_latex(table: TextTable) -> str:
 
 
 def rank_marks(values: dict, decimals: int) -> dict:
-    """{key: "best" | "second"} for the largest and second-largest values after rounding to the displayed precision
-    (ties share a mark; NaN never ranks)."""
+    """{key: "best" | "second"}: the two largest values at `decimals` precision (ties share a mark; NaN never ranks)."""
     rounded = {k: round(v, decimals) for k, v in values.items() if v == v}
     marks = dict(zip(sorted(set(rounded.values()), reverse=True), ("best", "second")))
     return {key: marks[value] for key, value in rounded.items() if value in marks}

@@ -50,9 +50,8 @@ def diverged_notes(table: pd.DataFrame) -> list[str]:
 
 def _grouped_rows(table: TextTable, table_cells: pd.DataFrame, by: list[str], keys: list[tuple], text, prefix: str = "",
                   marks: dict | None = None) -> None:
-    """Per group present, a Section (`prefix` + the group's name), then a row per algorithm of the group, in order:
-    its label and, per key of `keys` (values of the columns `by`), Cell(text(cell), the mark marks[key] gives the
-    algorithm), or "n/a" where it has no cell."""
+    """Per group present, a Section (`prefix` + group name), then a row per algorithm of the group in order: its label
+    and, per key of `keys` (values of columns `by`), Cell(text(cell), marks[key]'s mark for it) or "n/a" if no cell."""
     lookup, marks = table_cells.set_index(["algorithm", *by]), marks or {}
     ordered = table_cells.drop_duplicates("algorithm").sort_values(["group", "order"], kind="stable")
     for group, part in ordered.groupby("group", sort=True):

@@ -271,8 +271,7 @@ def toy_heterogeneity(job: dict, frame=None):
         ax.set(xlabel="$p_1$", ylabel="$p_2$", title=f"FedAvg over {weighting} clients\n$|x_{{output}} - x^*|$")
         ax.grid(False)
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-        records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(),
-                                     "bias": bias.ravel()}))
+        records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(), "bias": bias.ravel()}))
     return fig, pd.concat(records, ignore_index=True)
 
 

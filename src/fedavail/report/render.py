@@ -41,11 +41,9 @@ def to_markdown(table: TextTable) -> str:
     lines = [f"# {table.title}", "", table.description, "",
              "| " + " | ".join(map(_markdown_escape, table.columns)) + " |",
              "|" + "---|" * len(table.columns)]
-    for row in table.rows:
-        if isinstance(row, Section):
-            lines.append(f"| *{row.title}* |" + " |" * (len(table.columns) - 1))
-        else:
-            lines.append("| " + " | ".join(_marked(c, _markdown_escape, _MARKDOWN_MARKS) for c in row) + " |")
+    lines += [f"| *{row.title}* |" + " |" * (len(table.columns) - 1) if isinstance(row, Section)
+              else "| " + " | ".join(_marked(c, _markdown_escape, _MARKDOWN_MARKS) for c in row) + " |"
+              for row in table.rows]
     if table.footnotes:
         lines += ["", *(f"{note}  " for note in table.footnotes)]
     return "\n".join(lines) + "\n"

@@ -43,10 +43,8 @@ def fedavg_expected_iterates(p1: float, p2: float, u1: float = 0.0, u2: float = 
     mean = 0.5 * (u1 + u2)
     x = np.full(rounds + 1, float(x0))
     for t in range(rounds):
-        if weighting == "active":
-            drift = p1 * p2 * (mean - x[t]) + p1 * (1 - p2) * (u1 - x[t]) + p2 * (1 - p1) * (u2 - x[t])
-        else:
-            drift = 0.5 * (p1 * (u1 - x[t]) + p2 * (u2 - x[t]))
+        drift = (p1 * p2 * (mean - x[t]) + p1 * (1 - p2) * (u1 - x[t]) + p2 * (1 - p1) * (u2 - x[t])
+                 if weighting == "active" else 0.5 * (p1 * (u1 - x[t]) + p2 * (u2 - x[t])))
         x[t + 1] = x[t] + shrink * drift
     return x
 

@@ -138,9 +138,8 @@ class RoundsToTarget(Report):
     def check(self, config: dict) -> None:
         super().check(config)
         targets = self.targets
-        if isinstance(targets, dict) and set(targets) - set(self.experiments):
-            raise ValueError(f"targets: {sorted(set(targets) - set(self.experiments))[0]!r} is not one of the "
-                             "report's experiments")
+        if isinstance(targets, dict) and (unknown := set(targets) - set(self.experiments)):
+            raise ValueError(f"targets: {sorted(unknown)[0]!r} is not one of the report's experiments")
         lists = list(targets.values()) if isinstance(targets, dict) else [] if targets is None else [targets]
         for values in [*lists, self.fractions]:
             if not values or not all(0 < v <= 1 for v in values):

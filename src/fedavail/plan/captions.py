@@ -19,22 +19,17 @@ SCORED_MODEL = {
 }
 
 
-def _describe_local(local: dict) -> str:
-    o = {**{f.name: f.default for f in fields(LocalOptions)}, **local}
-    work = f"{o['epochs']} local epoch(s)" if o["epochs"] else f"{o['steps'] or DEFAULT_STEPS} local steps"
-    if o["max_steps"]:
-        work += f" (at most {o['max_steps']} steps)"
-    return f"{work}, {o['optimizer']}" + (", state kept across rounds" if o["optimizer_state"] == "persistent" else "")
-
-
 def describe_experiment(name: str, info: dict) -> str:
     a = attributes(name, info["partition"], info["trace"], info["training"])
     parts = [a["dataset"], a["scheme"] if a["alpha"] is None else f"{a['scheme']} α = {a['alpha']:g}"]
     if a["dynamics"]:
         extra = [f"{k} = {a[k]:g}" for k in ("gamma", "p") if isinstance(a[k], (int, float))]
         parts.append(f"{a['trace_model']} availability, {a['dynamics']}" + (f" ({', '.join(extra)})" if extra else ""))
-    parts.append(f"{a['num_clients']} clients")
-    parts.append(f"{a['rounds']} rounds of {_describe_local(info['training'].get('local') or {})}")
+    o = {**{f.name: f.default for f in fields(LocalOptions)}, **(info["training"].get("local") or {})}
+    work = f"{o['epochs']} local epoch(s)" if o["epochs"] else f"{o['steps'] or DEFAULT_STEPS} local steps"
+    work += f" (at most {o['max_steps']} steps)" if o["max_steps"] else ""
+    state = ", state kept across rounds" if o["optimizer_state"] == "persistent" else ""
+    parts += [f"{a['num_clients']} clients", f"{a['rounds']} rounds of {work}, {o['optimizer']}{state}"]
     return f"{name} ({'; '.join(parts)})"
 
 

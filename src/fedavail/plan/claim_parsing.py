@@ -19,8 +19,7 @@ COMPARED = {  # kind -> its keys with their defaults, its cells, its number and 
 
 def parse_cell(cell, where: str) -> dict:
     """{experiment, algorithm, metric, model} of a cell; ValueError naming `where` if it is malformed."""
-    if isinstance(cell, str):
-        cell = {"cell": cell}
+    cell = {"cell": cell} if isinstance(cell, str) else cell
     if not isinstance(cell, dict):
         raise ValueError(f"{where}: a cell is '<experiment>/<algorithm>' or a mapping with 'cell', got {cell!r}")
     check_keys(cell, CELL_KEYS, "key", where)

@@ -27,7 +27,6 @@ def _list(*values):
 
 
 def report_kind(name: str):
-    """Registers a report kind's spec under `name` in KINDS, as a frozen dataclass."""
     return lambda cls: KINDS.add(name)(dataclass(frozen=True)(cls))
 
 
@@ -139,9 +138,8 @@ class RoundsToTarget(Report):
     def check(self, config: dict) -> None:
         super().check(config)
         targets = self.targets
-        if isinstance(targets, dict) and set(targets) - set(self.experiments):
-            raise ValueError(f"targets: {sorted(set(targets) - set(self.experiments))[0]!r} is not one of the "
-                             "report's experiments")
+        if isinstance(targets, dict) and (unknown := set(targets) - set(self.experiments)):
+            raise ValueError(f"targets: {sorted(unknown)[0]!r} is not one of the report's experiments")
         lists = list(targets.values()) if isinstance(targets, dict) else [] if targets is None else [targets]
         for values in [*lists, self.fractions]:
             if not values or not all(0 < v <= 1 for v in values):
@@ -319,7 +317,6 @@ class Claims(Report):
 
     @classmethod
     def from_config(cls, raw: dict) -> "Claims":
-        """The experiments and algorithms are the ones its claims name."""
         for key in ("experiments", "algorithms"):
             if key in raw:
                 raise ValueError(f"{key}: kind 'claims' reads the experiments and algorithms its claims name; "
@@ -403,13 +400,11 @@ def report_outputs(name: str, report: Report) -> dict[str, str]:
 def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) -> dict:
     """What a report job depends on: its settings and, per experiment, its partition, trace, training and the
     algorithms it shows (lists keep the config's order through the rule's sorted JSON)."""
-    experiments = {}
-    for experiment, algorithms in selected.items():
-        exp = config["experiments"][experiment]
-        experiments[experiment] = {"partition": config["partitions"][exp["partition"]],
-                                   "trace": stated_trace(config, exp["trace"]),
-                                   "training": exp["training"], "algorithms": algorithms,
-                                   "seeds": list(experiment_seeds(config, experiment))}
+    exps = config["experiments"]
+    experiments = {e: {"partition": config["partitions"][exps[e]["partition"]],
+                       "trace": stated_trace(config, exps[e]["trace"]), "training": exps[e]["training"],
+                       "algorithms": algorithms, "seeds": list(experiment_seeds(config, e))}
+                   for e, algorithms in selected.items()}
     used = {a for info in experiments.values() for a in info["algorithms"]}
     return {"name": name, "report": report, "experiments": experiments,
             "algorithms": {a: config["algorithms"][a] for a in used}}

@@ -1,6 +1,5 @@
-"""Tables and figures from finished runs, all computed from one tidy frame of them (frame.py); `fedavail report` runs
-one report job (build.py). The report specs, their defaults and output paths are fedavail.plan.reports (torch- and
-pandas-free)."""
+"""Tables and figures from finished runs, all from one tidy frame of them (frame.py); `fedavail report` runs one report
+job (build.py). Report specs, their defaults and output paths: fedavail.plan.reports (no torch, no pandas)."""
 
 from fedavail.plan.options import Registry
 

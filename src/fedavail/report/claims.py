@@ -173,8 +173,7 @@ class _Evaluation:
         share = (method - low).mean() / (high - low).mean() if len(high) and (high - low).mean() else math.nan
         if share == share:
             self.comparisons[-1]["note"] = f", {100 * share:.0f}% of the gap recovered"
-        # Without a gap that holds there is nothing to recover: the claim is not resolved.
-        return recovered if gap == HOLDS else NOT_RESOLVED
+        return recovered if gap == HOLDS else NOT_RESOLVED  # without a gap that holds there is nothing to recover
 
     def name(self, cell: dict) -> str:
         """The cell's algorithm, the model it was scored on (as read: an algorithm without local copies is scored on

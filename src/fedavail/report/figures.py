@@ -1,6 +1,5 @@
-"""The figure kinds (matplotlib, bands and error bars of ± one standard deviation over seeds), each returned with the
-numbers it plots; every one a filter and groupby of the report's view of the tidy frame (fedavail.report.frame.view),
-except the exact toy examples, which read no runs."""
+"""The figure kinds (matplotlib; bands and error bars: ± one std over seeds), each returned with the numbers it plots: a
+filter and groupby of the report's view of the tidy frame (frame.view), but the exact toy examples read no runs."""
 
 from itertools import cycle, product
 from pathlib import Path
@@ -57,7 +56,6 @@ def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None,
     column when both are used: the picture seaborn's lineplot drew (errorbar="sd", or estimator=None)."""
     line = {"markeredgewidth": 0.75, "markeredgecolor": "w", **line}
     colours = _tab10(data[hue] if hue else [""])  # without hue, one group in the first colour
-    # per style level: solid, then a dash followed by as many dots as levels before it, less one
     styles = {level: "-" if i == 0 else (0, (4, 1.5) + (1, 1.5) * (i - 1))
               for i, level in enumerate(_levels(data[style] if style else [""]))}
     rows = data[[c for c in (x, y, hue, style) if c]].replace([np.inf, -np.inf], np.nan).dropna()
@@ -240,14 +238,12 @@ def fast_q(job: dict, frame: pd.DataFrame):
 
 
 def experiment_figure(job: dict, frame: pd.DataFrame):
-    """An experiment's test accuracy against the round per algorithm, mean over seeds ± one std; an algorithm with
-    diverged runs is labelled "† diverged: seed s at round r"."""
+    """An experiment's test accuracy against the round per algorithm, mean over seeds ± one std, † for diverged runs."""
     described = tidy.describe_runs(frame)
     legend = {a: f"{a} † diverged: {d}" if d else a for a, d in zip(described["algorithm"], described["diverged"])}
     evaluated = frame.dropna(subset=["test_acc"]) if "test_acc" in frame else frame.iloc[0:0].assign(test_acc=[])
     evaluated = evaluated.assign(algorithm=evaluated["algorithm"].map(legend), test_acc=100 * evaluated["test_acc"])
-    fig, axes = _panels(1, width=7, height=4.5)
-    ax = axes[0][0]
+    fig, ((ax,),) = _panels(1, width=7, height=4.5)
     if len(evaluated):
         _group_lines(ax, evaluated, "round", "test_acc", hue="algorithm")
     never = sorted(set(legend.values()) - set(evaluated["algorithm"]))
@@ -275,8 +271,7 @@ def toy_heterogeneity(job: dict, frame=None):
         ax.set(xlabel="$p_1$", ylabel="$p_2$", title=f"FedAvg over {weighting} clients\n$|x_{{output}} - x^*|$")
         ax.grid(False)
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-        records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(),
-                                     "bias": bias.ravel()}))
+        records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(), "bias": bias.ravel()}))
     return fig, pd.concat(records, ignore_index=True)
 
 

@@ -41,14 +41,11 @@ def to_markdown(table: TextTable) -> str:
     lines = [f"# {table.title}", "", table.description, "",
              "| " + " | ".join(map(_markdown_escape, table.columns)) + " |",
              "|" + "---|" * len(table.columns)]
-    for row in table.rows:
-        if isinstance(row, Section):
-            lines.append(f"| *{row.title}* |" + " |" * (len(table.columns) - 1))
-        else:
-            lines.append("| " + " | ".join(_marked(c, _markdown_escape, _MARKDOWN_MARKS) for c in row) + " |")
+    lines += [f"| *{row.title}* |" + " |" * (len(table.columns) - 1) if isinstance(row, Section)
+              else "| " + " | ".join(_marked(c, _markdown_escape, _MARKDOWN_MARKS) for c in row) + " |"
+              for row in table.rows]
     if table.footnotes:
-        lines.append("")
-        lines += [f"{note}  " for note in table.footnotes]
+        lines += ["", *(f"{note}  " for note in table.footnotes)]
     return "\n".join(lines) + "\n"
 
 
@@ -84,8 +81,7 @@ def to_latex(table: TextTable) -> str:
 
 
 def rank_marks(values: dict, decimals: int) -> dict:
-    """{key: "best" | "second"} for the largest and second-largest values after rounding to the displayed precision
-    (ties share a mark; NaN never ranks)."""
+    """{key: "best" | "second"}: the two largest values at `decimals` precision (ties share a mark; NaN never ranks)."""
     rounded = {k: round(v, decimals) for k, v in values.items() if v == v}
     marks = dict(zip(sorted(set(rounded.values()), reverse=True), ("best", "second")))
     return {key: marks[value] for key, value in rounded.items() if value in marks}

@@ -50,9 +50,8 @@ def diverged_notes(table: pd.DataFrame) -> list[str]:
 
 def _grouped_rows(table: TextTable, table_cells: pd.DataFrame, by: list[str], keys: list[tuple], text, prefix: str = "",
                   marks: dict | None = None) -> None:
-    """Per group present, a Section (`prefix` + the group's name), then a row per algorithm of the group, in order:
-    its label and, per key of `keys` (values of the columns `by`), Cell(text(cell), the mark marks[key] gives the
-    algorithm), or "n/a" where it has no cell."""
+    """Per group present, a Section (`prefix` + group name), then a row per algorithm of the group in order: its label
+    and, per key of `keys` (values of columns `by`), Cell(text(cell), marks[key]'s mark for it) or "n/a" if no cell."""
     lookup, marks = table_cells.set_index(["algorithm", *by]), marks or {}
     ordered = table_cells.drop_duplicates("algorithm").sort_values(["group", "order"], kind="stable")
     for group, part in ordered.groupby("group", sort=True):
@@ -68,9 +67,8 @@ def accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
     s = job["report"]
     column_attr, block_attr = (s["parameter"], None) if s["kind"] == "sweep" else (s["columns"], s["blocks"])
     values = pd.concat([tidy.window_mean(frame, m, s["last_n"]).assign(metric=m) for m in ("train_acc", "test_acc")])
-    table_cells = cells(frame, values)
-    table_cells["column"] = table_cells[column_attr]
-    table_cells["block"] = table_cells[block_attr].fillna("") if block_attr else ""
+    table_cells = cells(frame, values).assign(column=lambda c: c[column_attr],
+                                              block=lambda c: c[block_attr].fillna("") if block_attr else "")
     keys = [(c, m) for c in dict.fromkeys(table_cells["column"]) for m in ("train_acc", "test_acc")]
     headers = [f"{attribute_label(column_attr, c)} {m.removesuffix('_acc')}" for c, m in keys]
     description = (f"Accuracy (%) as mean ± std over seeds of each run's average over its last {s['last_n']} rounds. "

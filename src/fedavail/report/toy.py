@@ -43,10 +43,8 @@ def fedavg_expected_iterates(p1: float, p2: float, u1: float = 0.0, u2: float = 
     mean = 0.5 * (u1 + u2)
     x = np.full(rounds + 1, float(x0))
     for t in range(rounds):
-        if weighting == "active":
-            drift = p1 * p2 * (mean - x[t]) + p1 * (1 - p2) * (u1 - x[t]) + p2 * (1 - p1) * (u2 - x[t])
-        else:
-            drift = 0.5 * (p1 * (u1 - x[t]) + p2 * (u2 - x[t]))
+        drift = (p1 * p2 * (mean - x[t]) + p1 * (1 - p2) * (u1 - x[t]) + p2 * (1 - p1) * (u2 - x[t])
+                 if weighting == "active" else 0.5 * (p1 * (u1 - x[t]) + p2 * (u2 - x[t])))
         x[t + 1] = x[t] + shrink * drift
     return x
 
@@ -59,10 +57,9 @@ def heterogeneity_bias(grid: np.ndarray, u1: float = 0.0, u2: float = 100.0, wei
 
 def fedswe_alternating(k: float, u=(100.0, -100.0), rounds: int = 1000, lr: float = 0.001, local_steps: int = 10,
                        global_lr: float = 1.0, x0: float = 0.0) -> dict[str, np.ndarray]:
-    """FedSWE (Algorithm 1) with two clients available in alternate rounds (Fig. 5), exactly.
-
-    Returns per round t = 0..rounds−1, after the round's update: x (the global model x^{t+1}), gradient
-    ∇F(x^{t+1}) = x^{t+1} − ū, the clients' copies X (shape [rounds, 2]) and consensus (1/2)Σ_i (X_i − X̄)²."""
+    """FedSWE (Algorithm 1) with two clients available in alternate rounds (Fig. 5), exactly. Returns per round
+    t = 0..rounds−1, after the round's update: x (the global model x^{t+1}), gradient ∇F(x^{t+1}) = x^{t+1} − ū, the
+    clients' copies X (shape [rounds, 2]) and consensus (1/2)Σ_i (X_i − X̄)²."""
     u = np.asarray(u, dtype=float)
     shrink = 1.0 - (1.0 - lr) ** local_steps
     x, local, tau = float(x0), np.full(2, float(x0)), np.full(2, -1)

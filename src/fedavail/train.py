@@ -36,7 +36,7 @@ from fedavail.engine.params import FlatModel
 from fedavail.integrity import DIGEST, file_sha256, json_digest, seal_summary
 from fedavail.io import atomic_path, remove_temporaries, write_json, write_text
 from fedavail.models import build_model
-from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions
+from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, TrainingOptions
 from fedavail.plan.local import resolve_local
 from fedavail.plan.sources import run_algorithms, training_code_sha256
 from fedavail.rng import numpy_generator, torch_generator
@@ -285,7 +285,9 @@ class SeedRun:
         augmentation = AugmentationOptions(**training.get("augmentation", {}))
         data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
         self.trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
-        train_eval = _train_eval_subset(shared.dataset, int(training.get("train_eval_samples", 2000)), seed).to(device)
+        # A hand-written spec may omit it.
+        samples = int(training.get("train_eval_samples", TrainingOptions.train_eval_samples))
+        train_eval = _train_eval_subset(shared.dataset, samples, seed).to(device)
         self.splits = {"test": (shared.dataset["test_x"], shared.dataset["test_y"]),
                        "train": (shared.dataset["train_x"][train_eval], shared.dataset["train_y"][train_eval])}
 

@@ -219,7 +219,7 @@ def batch_outputs(batch, name):
 
 
 def batch_specs(batch):
-    return fc.as_json([PLAN.run_spec(run.experiment, run.algorithm, run.seed) for run in batch.runs])
+    return fc.as_json(list(batch.specs))
 
 
 def batch_out_dirs(wildcards, output):

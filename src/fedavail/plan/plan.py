@@ -35,6 +35,7 @@ class TrainingBatch:
     name: str  # its rule's: train_<the first run's algorithm entry>, numbered when several batches share it
     dataset: str
     runs: tuple[Run, ...]
+    specs: tuple[dict, ...]  # each run's run_spec, in the order of `runs`
 
 
 @dataclass(frozen=True)
@@ -78,20 +79,21 @@ class Plan:
 
     @cached_property
     def training_batches(self) -> tuple[TrainingBatch, ...]:
-        groups: dict[str, list[Run]] = {}
+        groups: dict[str, list[tuple[Run, dict]]] = {}
         for run in self.runs():
             spec = self.run_spec(run.experiment, run.algorithm, run.seed)
             key = as_json([self.dataset(run.experiment), spec["training"], spec["algorithm"]])
-            groups.setdefault(key, []).append(run)
+            groups.setdefault(key, []).append((run, spec))
         batches, names = [], set()
-        for runs in groups.values():
+        for members in groups.values():
+            runs, specs = zip(*members)
             stem = "train_" + re.sub(r"\W", "_", runs[0].algorithm)
             name, number = stem, 1
             while name in names:
                 number += 1
                 name = f"{stem}_{number}"
             names.add(name)
-            batches.append(TrainingBatch(name, self.dataset(runs[0].experiment), tuple(runs)))
+            batches.append(TrainingBatch(name, self.dataset(runs[0].experiment), runs, specs))
         return tuple(batches)
 
     def run_spec(self, experiment: str, algorithm: str, seed: int) -> dict:

@@ -95,8 +95,10 @@ def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     firsts = frame.drop_duplicates("algorithm")
     identity = dict(zip(firsts["algorithm"], firsts.apply(labels.canonical, axis=1))) if len(firsts) else {}
     per_algorithm = {algorithm: shown(algorithm, i) for algorithm, i in identity.items()}
-    return frame.assign(identity=frame["algorithm"].map(identity), **{key: frame["algorithm"].map(
-        lambda a, i=i: per_algorithm[a][i]) for i, key in enumerate(("label", "group", "order"))})
+    column = frame["algorithm"]
+    return frame.assign(identity=column.map(identity), label=column.map(lambda a: per_algorithm[a][0]),
+                        group=column.map(lambda a: per_algorithm[a][1]),
+                        order=column.map(lambda a: per_algorithm[a][2]))
 
 
 def window_mean(frame: pd.DataFrame, column: str, last_n=None) -> pd.DataFrame:

@@ -70,7 +70,7 @@ def _show(value: float, metric: str, signed: bool = False, unit: bool = False) -
     """Accuracies (fractions) in percentage points (`unit`: followed by " points"), the consensus error as it is."""
     sign, points = "+" if signed else "", metric != "consensus_error"
     text = "—" if value != value else f"{100 * value:{sign}.1f}" if points else f"{value:{sign}.3g}"
-    return text + " points" * (unit and points)
+    return text + (" points" if unit and points else "")
 
 
 def window_gain(run: pd.DataFrame, column: str, window: int) -> pd.Series:
@@ -160,10 +160,12 @@ class _Evaluation:
                 best = pd.concat(tops, axis=1).max(axis=1)
                 verdicts.append(self.compare(best - rest, f"{name} − {other['letter']}", other["metric"]))
             return _combine(verdicts)
-        if kind in ("below", "above"):  # above: value − threshold; below: threshold − value
-            value, sign = cells["value"], 1 if kind == "above" else -1
-            names = (value["letter"], _show(check["threshold"], value["metric"]))[::sign]
-            return self.compare(sign * (value["values"] - check["threshold"]), " − ".join(names), value["metric"])
+        if kind in ("below", "above"):
+            value, threshold = cells["value"], check["threshold"]
+            shown, metric = _show(threshold, value["metric"]), value["metric"]
+            if kind == "above":
+                return self.compare(value["values"] - threshold, f"{value['letter']} − {shown}", metric)
+            return self.compare(threshold - value["values"], f"{shown} − {value['letter']}", metric)
         method, low, high = self._aligned(cells["method"], cells["low"], cells["high"])
         letters = {role: cells[role]["letter"] for role in ("method", "low", "high")}
         metric, fraction = cells["low"]["metric"], check["fraction"]

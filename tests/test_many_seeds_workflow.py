@@ -30,7 +30,8 @@ def seeds_run(tmp_path_factory):
 
 
 def test_one_job_per_algorithm_writes_what_the_per_run_jobs_write(seeds_run):
-    assert_same_results(seeds_run, finished_run())
+    # A batch vmaps both seeds' clients in one call, a per-run job one seed's: float32 sums may differ in order.
+    assert_same_results(seeds_run, finished_run(), rtol=1e-3)
     assert planned_jobs(seeds_run, "--configfile", "config/test.yaml") == set()
 
 
@@ -45,7 +46,7 @@ def test_switching_to_one_job_per_run_restores_every_run_from_its_record(seeds_r
         for seed in (0, 1):
             log = (workdir / f"logs/train/tiny/{algorithm}/seed{seed}.log").read_text()
             assert "outputs rewritten from" in log and "start: fresh" not in log, log
-    assert_same_results(workdir, finished_run())
+    assert_same_results(workdir, seeds_run)
     assert planned_jobs(workdir, "--configfile", "config/test.yaml") == set()
 
 

@@ -126,6 +126,24 @@ def test_recovers_gap_below_above_decreasing_peak_and_all_of(tmp_path):
     assert "max(A, C) − B" in frame["intervals"][8]
 
 
+def test_two_cells_within_the_equivalence_margin_show_no_difference(tmp_path):
+    swe = {"cell": "gamma/swe", "model": "global"}  # gamma/all − swe: −0.2 ± 2.5 points, 90% interval ±2.4
+    checks = [{"greater": [swe, "gamma/all"]},
+              {"equivalent": ["gamma/all", swe]},
+              {"equivalent": ["gamma/ada", "gamma/avg"]},  # +20 points on every seed
+              {"all_of": [{"greater": ["gamma/ada", "gamma/avg"]}, {"greater": [swe, "gamma/all"]}]},
+              {"greater": [{"cell": "gamma/all", "metric": "consensus_error"},
+                           {"cell": "gamma/all", "metric": "consensus_error"}]}]  # not an accuracy: no band
+    frame, table = _verdicts(tmp_path, checks, equivalence_margin=0.05)
+    assert frame["verdict"].tolist() == ["no difference", "holds", "fails", "no difference", "not resolved"]
+    assert frame["reason"][0] == "within ±5.0 points" and table.rows[0][-1] == "no difference: within ±5.0 points"
+    assert "(90%: [" in frame["intervals"][0]
+    assert table.footnotes[-1] == "Decided: 4 of 5 claims (holds 1, fails 1, no difference 2, not resolved 1)."
+    frame, _ = _verdicts(tmp_path / "narrow", checks[:2])  # the default band, ±0.5 points, is narrower than the noise
+    assert frame["verdict"].tolist() == ["not resolved", "not resolved"]
+    assert frame["reason"][1] == "the interval is neither inside nor beyond the band"
+
+
 def test_a_cell_is_named_by_the_model_it_was_scored_on(tmp_path):
     frame, _ = _verdicts(tmp_path, [{"greater": [{"cell": "gamma/swe", "model": "local_mean"},
                                                  {"cell": "gamma/avg", "model": "local_mean"}]},
@@ -190,7 +208,8 @@ def test_the_report_writes_its_table_and_reads_only_the_cells_it_names(tmp_path,
     build.make_report(job, reports.run_dirs(job), outputs)
     markdown = outputs["md"].read_text()
     assert "| claim | source | our numbers | paired differences [95% CI] | paper | verdict |" in markdown
-    assert "| adaptive FAST beats FedAvg | FedSWE Table 2 |" in markdown and markdown.rstrip().endswith("|")
+    assert "| adaptive FAST beats FedAvg | FedSWE Table 2 |" in markdown
+    assert markdown.rstrip().endswith("| holds |\n\nDecided: 1 of 1 claims (holds 1).")
     assert pd.read_csv(outputs["csv"])["verdict"].tolist() == ["holds"]
     assert outputs["tex"].read_text().count(r"\toprule") == 1
 
@@ -200,6 +219,8 @@ def test_the_report_writes_its_table_and_reads_only_the_cells_it_names(tmp_path,
     ({"claims": [_claim({"greater": ["nope/avg", "gamma/avg"]})]}, "experiment 'nope'"),
     ({"claims": [_claim({"greater": ["uniform/ada", "gamma/avg"]})]}, "does not run algorithm 'ada'"),
     ({"claims": [_claim({"greater": ["gamma/ada"]})]}, r"claims\[0\].check.greater: two cells"),
+    ({"claims": [_claim({"equivalent": ["gamma/ada", "gamma/avg", "gamma/all"]})]}, "equivalent: two cells"),
+    ({"claims": [_claim({"equivalent": ["gamma/ada", "gamma/avg"]})], "equivalence_margin": 0}, "equivalence_margin"),
     ({"claims": [_claim({"bigger": ["gamma/ada", "gamma/avg"]})]}, "one of"),
     ({"claims": [_claim({"greater": ["gamma-ada", "gamma/avg"]})]}, "not '<experiment>/<algorithm>'"),
     ({"claims": [_claim({"below": [{"cell": "gamma/ada", "metric": "loss"}, 0.1]})]}, "metric"),
@@ -250,6 +271,31 @@ def test_with_no_effect_at_most_five_percent_of_comparisons_get_a_verdict(seeds)
 def test_an_effect_of_one_and_a_half_standard_deviations_holds_at_five_seeds():
     rates = _verdict_rates(1.5, 5)
     assert rates[claims.HOLDS] >= 0.80 and rates[claims.FAILS] == 0
+
+
+def _equivalence_rates(effect: float, seeds: int, spread: float, draws: int = DRAWS) -> float:
+    """Share of `draws` sets of paired differences (mean `effect`, standard deviation `spread`, both in units of the
+    margin) whose two-cell comparison shows no difference within ±1."""
+    rng = np.random.default_rng(seeds)
+    differences = rng.normal(effect, spread, (draws, seeds))
+    verdicts = [claims.judge_equivalence(claims.paired_interval(d), claims.paired_interval(d, 0.90), 1.0)[0]
+                for d in differences]
+    return verdicts.count(claims.HOLDS) / draws
+
+
+@pytest.mark.parametrize("seeds", [3, 5, 10])
+@pytest.mark.parametrize("effect", [-1.0, 1.0])
+def test_a_true_difference_at_the_margin_is_called_no_difference_at_most_five_percent_of_the_time(effect, seeds):
+    monte_carlo = 3 * np.sqrt(0.05 * 0.95 / DRAWS)
+    assert _equivalence_rates(effect, seeds, spread=0.5) <= 0.05 + monte_carlo
+
+
+@pytest.mark.parametrize("seeds, spread, power", [(5, 0.5, 0.93), (5, 1.0, 0.27), (10, 1.0, 0.77)])
+def test_the_power_to_find_no_difference_when_there_is_none(seeds, spread, power):
+    # At effect 0 the two one-sided tests find the tie in 95% of draws when the paired differences' standard deviation
+    # is half the margin (five seeds), in 30% when it equals the margin (80% with ten seeds): a margin of 0.5 points
+    # needs per-seed differences steady to about a quarter of a point.
+    assert _equivalence_rates(0.0, seeds, spread) >= power
 
 
 def test_the_interval_is_students_t_on_the_paired_differences():

@@ -44,7 +44,8 @@ def caption(job: dict) -> str:
     report = job["report"]
     values = {k: _shown(v) for k, v in report.items()}
     values["target_percent"] = f"{100 * report.get('target', 0):g}"
-    values["plateau_tolerance_points"] = f"{100 * report.get('plateau_tolerance', 0):g}"
+    for key in ("plateau_tolerance", "equivalence_margin"):
+        values[f"{key}_points"] = f"{100 * report.get(key, 0):g}"
     title = report.get("title") or job["name"]
     text = (JOB_DESCRIPTIONS.get(report["kind"]) or KINDS[report["kind"]].DESCRIPTION).format(**values)
     if not job["experiments"]:

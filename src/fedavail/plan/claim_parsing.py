@@ -8,7 +8,8 @@ PAPER_KEYS = {"dataset": REQUIRED, "dynamics": REQUIRED, "alpha": None, "gamma":
 CELL_KEYS = {"cell": REQUIRED, "metric": None, "model": None}
 METRICS = ("test_acc", "train_acc", "consensus_error", "snapshot_share")
 MODELS = ("local_mean", "global")
-CHECKS = ("greater", "non_inferior", "recovers_gap", "below", "above", "decreasing", "peak", "all_of")
+CHECKS = ("greater", "equivalent", "non_inferior", "recovers_gap", "below", "above", "decreasing", "peak", "all_of")
+TWO_CELLS = ("greater", "equivalent")
 PEAK_KEYS = {"sweep": REQUIRED, "at": REQUIRED}
 COMPARED = {  # kind -> its keys with their defaults, its cells, its number and that number's bounds
     "recovers_gap": ({"method": REQUIRED, "low": REQUIRED, "high": REQUIRED, "fraction": REQUIRED},
@@ -94,8 +95,8 @@ def parse_check(check, where: str) -> dict:
         return _compared(kind, args, where)
     if kind == "peak":
         return _peak(args, where)
-    if not isinstance(args, list) or len(args) < 2 or (kind == "greater" and len(args) != 2):  # greater, decreasing
-        raise ValueError(f"{where}: {'two cells' if kind == 'greater' else 'a list of two or more cells'}")
+    if not isinstance(args, list) or len(args) < 2 or (kind in TWO_CELLS and len(args) != 2):  # and decreasing
+        raise ValueError(f"{where}: {'two cells' if kind in TWO_CELLS else 'a list of two or more cells'}")
     return {"kind": kind, "cells": {str(i): parse_cell(c, f"{where}[{i}]") for i, c in enumerate(args)}}
 
 

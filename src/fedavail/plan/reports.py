@@ -301,7 +301,10 @@ class Claims(Report):
                    "± std over seeds, seeds and rounds of every cell it reads), every comparison's mean difference "
                    "over seeds paired by seed with its 95% Student-t confidence interval and number of pairs, the "
                    "paper's own numbers where it publishes the same cells, and the verdict: holds or fails when the "
-                   "interval lies entirely on one side of the claim's bound (0, or −margin for non-inferiority), "
+                   "interval lies entirely on one side of the claim's bound (0, or −margin for non-inferiority); no "
+                   "difference when an accuracy comparison is neither but its 90% interval lies inside "
+                   "±{equivalence_margin_points} points (two one-sided tests at the 5% level), which is also what "
+                   "an `equivalent` claim needs to hold (it fails when the 95% interval lies beyond the band); "
                    "otherwise not resolved; fewer than 3 seeds, or a cell whose accuracy is still improving at the "
                    "end of its run (last window against the window before, same interval, beyond "
                    "{plateau_tolerance_points} points), give no verdict; whether a claim holds is this run's finding, "
@@ -311,9 +314,11 @@ class Claims(Report):
     model: EvalModel = "local_mean"
     plateau_window: float = 0.2  # share of a run's rounds in each window of the still-improving test (>= last_n)
     plateau_tolerance: float = 0.005  # gain per window (accuracy fraction) above which a curve is still improving
+    equivalence_margin: float = 0.005  # accuracy fraction within which two cells show no difference
     POSITIVE = ("last_n",)
     BOUNDS = {"plateau_window": (lambda v: 0 < v <= 0.5, "a share of the rounds in (0, 0.5]"),
-              "plateau_tolerance": (lambda v: v >= 0, ">= 0")}
+              "plateau_tolerance": (lambda v: v >= 0, ">= 0"),
+              "equivalence_margin": (lambda v: v > 0, "> 0")}
 
     @classmethod
     def from_config(cls, raw: dict) -> "Claims":

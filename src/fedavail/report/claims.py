@@ -1,7 +1,8 @@
 """The `claims` report kind: each claim (parsed by fedavail.plan.claim_parsing) with our numbers, the paired
 statistics of every comparison it makes, the paper's own numbers where published, and a verdict (VERDICT_RULE; the
-rule in full: docs/configuration.md, "Reports"). all_of, decreasing and peak hold when every part holds and fail when
-any part fails; a seed without a finite value in a cell (a diverged run, a metric not logged) leaves it not resolved."""
+rule in full: docs/configuration.md, "Reports"). all_of, decreasing and peak hold when every part holds, fail when
+any part fails, and show no difference when a part does (the claimed order is then a tie); a seed without a finite
+value in a cell (a diverged run, a metric not logged) leaves it not resolved."""
 
 import math
 from typing import NamedTuple
@@ -16,15 +17,21 @@ from fedavail.report.compare import paper_values, published_cells
 from fedavail.report.render import TextTable
 from fedavail.report.tables import title
 
-HOLDS, FAILS, NOT_RESOLVED = "holds", "fails", "not resolved"
+HOLDS, FAILS, NO_DIFFERENCE, NOT_RESOLVED = "holds", "fails", "no difference", "not resolved"
+DECIDED = (HOLDS, FAILS, NO_DIFFERENCE)
 CONFIDENCE = 0.95
+# Equivalence within ±margin by two one-sided tests at 5% each: the 90% interval inside the band.
+EQUIVALENCE_CONFIDENCE = 0.90
 MIN_PAIRS = 3
 ACCURACY_METRICS = ("test_acc", "train_acc")
 VERDICT_RULE = ("Every comparison is of per-seed differences, paired by seed (a seed gives every algorithm the same "
                 "partition, trace and initial model); [low, high] is their 95% Student-t confidence interval over n "
                 "pairs. A comparison holds when the interval lies entirely on the claimed side of its bound (0, or "
-                "−margin for non-inferiority), fails when it lies entirely on the other side, and is otherwise not "
-                f"resolved; fewer than {MIN_PAIRS} pairs give no verdict. A claim about final accuracy is not "
+                "−margin for non-inferiority), fails when it lies entirely on the other side; an accuracy comparison "
+                "that does neither shows no difference when its 90% interval lies inside ±margin (two one-sided "
+                "tests at the 5% level; an `equivalent` claim holds so, and fails when its 95% interval lies beyond "
+                f"the band); anything else is not resolved. Fewer than {MIN_PAIRS} pairs give no verdict. A claim "
+                "about final accuracy is not "
                 "resolved while a cell it reads is still improving at the end of its run (its last window's mean "
                 "against the window before, same interval, beyond the plateau tolerance).")
 
@@ -62,8 +69,22 @@ def judge(interval: Interval, bound: float = 0.0) -> tuple[str, str]:
     return NOT_RESOLVED, "the interval contains the bound"
 
 
+def judge_equivalence(interval: Interval, tight: Interval, margin: float) -> tuple[str, str]:
+    """(verdict, reason) for the claim "the mean difference lies within ±margin": `tight` is the 90% interval of the
+    same differences, `interval` the 95% one."""
+    if interval.pairs < MIN_PAIRS:
+        return NOT_RESOLVED, f"needs ≥ {MIN_PAIRS} seeds"
+    if -margin < tight.low and tight.high < margin:
+        return HOLDS, ""
+    if interval.low > margin or interval.high < -margin:
+        return FAILS, ""
+    return NOT_RESOLVED, "the interval is neither inside nor beyond the band"
+
+
 def _combine(verdicts: list[str]) -> str:
-    return FAILS if FAILS in verdicts else HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
+    if FAILS in verdicts or NO_DIFFERENCE in verdicts:
+        return FAILS if FAILS in verdicts else NO_DIFFERENCE
+    return HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
 
 
 def _show(value: float, metric: str, signed: bool = False, unit: bool = False) -> str:
@@ -123,11 +144,24 @@ class _Evaluation:
         self.cells[key] = entry
         return entry
 
-    def compare(self, differences: pd.Series, what: str, metric: str, bound: float = 0.0) -> str:
-        interval = paired_interval(differences[np.isfinite(differences.to_numpy(dtype=float))].to_numpy())
-        verdict, reason = judge(interval, bound)
-        self.comparisons.append({"what": what, "interval": interval, "metric": metric, "verdict": verdict,
-                                 "reason": reason})
+    def compare(self, differences: pd.Series, what: str, metric: str, bound: float = 0.0,
+                two_cells: bool = False, equivalence: bool = False) -> str:
+        """The verdict of one comparison: the mean of `differences` above `bound`; a comparison of two cells'
+        accuracies may instead show no difference; `equivalence` claims the difference lies within the margin."""
+        finite = differences[np.isfinite(differences.to_numpy(dtype=float))].to_numpy()
+        interval = paired_interval(finite)
+        comparison = {"what": what, "interval": interval, "metric": metric, "equivalence": equivalence}
+        margin = self.report["equivalence_margin"]
+        if (two_cells or equivalence) and metric in ACCURACY_METRICS:
+            comparison["tight"] = tight = paired_interval(finite, EQUIVALENCE_CONFIDENCE)
+            ties = judge_equivalence(interval, tight, margin)
+        if equivalence:
+            verdict, reason = ties if metric in ACCURACY_METRICS else (NOT_RESOLVED, "an accuracy is needed")
+        else:
+            verdict, reason = judge(interval, bound)
+            if verdict == NOT_RESOLVED and "tight" in comparison and ties[0] == HOLDS:
+                verdict, reason = NO_DIFFERENCE, f"within ±{_show(margin, metric, unit=True)}"
+        self.comparisons.append({**comparison, "verdict": verdict, "reason": reason})
         return verdict
 
     @staticmethod
@@ -136,18 +170,19 @@ class _Evaluation:
         joined = pd.concat([c["values"] for c in cells], axis=1, join="inner")
         return [joined.iloc[:, i] for i in range(len(cells))]
 
-    def _difference(self, a: dict, b: dict, bound: float = 0.0, note: str = "") -> str:
+    def _difference(self, a: dict, b: dict, bound: float = 0.0, note: str = "", **kind) -> str:
         x, y = self._aligned(a, b)
-        return self.compare(x - y, f"{a['letter']} − {b['letter']}{note}", a["metric"], bound)
+        return self.compare(x - y, f"{a['letter']} − {b['letter']}{note}", a["metric"], bound, **kind)
 
     def run(self, check: dict) -> str:
         kind = check["kind"]
         if kind == "all_of":
             return _combine([self.run(part) for part in check["parts"]])
         cells = {role: self.cell(c) for role, c in check["cells"].items()}
-        if kind in ("greater", "decreasing"):  # each cell above the next
+        if kind in ("greater", "decreasing", "equivalent"):  # each cell above (or level with) the next
             ordered = list(cells.values())
-            return _combine([self._difference(a, b) for a, b in zip(ordered, ordered[1:])])
+            return _combine([self._difference(a, b, two_cells=True, equivalence=kind == "equivalent")
+                             for a, b in zip(ordered, ordered[1:])])
         if kind == "non_inferior":
             note = f" (margin {_show(check['margin'], cells['method']['metric'], unit=True)})"
             return self._difference(cells["method"], cells["reference"], -check["margin"], note)
@@ -158,7 +193,8 @@ class _Evaluation:
             for other in (c for i, c in cells.items() if i not in check["at"]):
                 *tops, rest = self._aligned(*peak, other)
                 best = pd.concat(tops, axis=1).max(axis=1)
-                verdicts.append(self.compare(best - rest, f"{name} − {other['letter']}", other["metric"]))
+                verdicts.append(self.compare(best - rest, f"{name} − {other['letter']}", other["metric"],
+                                             two_cells=True))
             return _combine(verdicts)
         if kind in ("below", "above"):
             value, threshold = cells["value"], check["threshold"]
@@ -197,6 +233,10 @@ class _Evaluation:
         for comparison in self.comparisons:
             metric, interval = comparison["metric"], comparison["interval"]
             bounds = f" [{_show(interval.low, metric, True)}, {_show(interval.high, metric, True)}]"
+            tight = comparison.get("tight")  # shown where it decided, or could have decided, an equivalence
+            if tight is not None and tight.pairs >= 2 and (comparison["equivalence"]
+                                                           or comparison["verdict"] == NO_DIFFERENCE):
+                bounds += f" (90%: [{_show(tight.low, metric, True)}, {_show(tight.high, metric, True)}])"
             shown.append(f"{comparison['what']} = {_show(interval.mean, metric, True, True)}"
                          f"{bounds if interval.pairs >= 2 else ''}, n = {interval.pairs}{comparison.get('note', '')}")
         return "; ".join(shown)
@@ -205,6 +245,8 @@ class _Evaluation:
         verdict = self.run(claim["check"])
         if self.problems:
             return NOT_RESOLVED, "; ".join(self.problems)
+        if verdict == NO_DIFFERENCE:
+            return verdict, next(c["reason"] for c in self.comparisons if c["verdict"] == NO_DIFFERENCE)
         if verdict != NOT_RESOLVED:
             return verdict, ""
         reasons = [c["reason"] for c in self.comparisons if c["verdict"] == NOT_RESOLVED and c["reason"]]
@@ -213,7 +255,7 @@ class _Evaluation:
     def paper(self, claim: dict, published: pd.DataFrame) -> str:
         """The paper's own difference for a two-cell comparison, where it publishes both cells."""
         check = claim["check"]
-        if check["kind"] not in ("greater", "non_inferior"):
+        if check["kind"] not in ("greater", "equivalent", "non_inferior"):
             return "—"
         cells = [self.cell(c) for c in check["cells"].values()]  # evaluated already: read from self.cells
         attributes = cells[0]["attributes"]
@@ -238,7 +280,9 @@ def claims_table(job: dict, frame: pd.DataFrame) -> tuple:
     """claim | source | our numbers | paired differences | paper | verdict, one row per claim, and the CSV rows."""
     description = ("Each paper claim checked on our runs: mean ± std over seeds of every cell (accuracies in %, "
                    "each run's mean over its last evaluated rounds), then each comparison's paired difference "
-                   f"[95% CI], n pairs; where the paper publishes the same cells, its own numbers. {VERDICT_RULE}")
+                   "[95% CI] (and for two cells' accuracies the 90% CI that decides equivalence within "
+                   f"±{_show(job['report']['equivalence_margin'], 'test_acc', unit=True)}), n pairs; where the paper "
+                   f"publishes the same cells, its own numbers. {VERDICT_RULE}")
     table = TextTable(title(job), description,
                       ["claim", "source", "our numbers", "paired differences [95% CI]", "paper", "verdict"])
     published = paper_values()
@@ -254,4 +298,7 @@ def claims_table(job: dict, frame: pd.DataFrame) -> tuple:
                         **{column: ";".join(f"{getattr(c['interval'], field):.6g}" for c in evaluation.comparisons)
                            for column, field in (("differences", "mean"), ("lows", "low"), ("highs", "high"),
                                                  ("pairs", "pairs"))}})
+    verdicts = [r["verdict"] for r in records]
+    counts = ", ".join(f"{v} {verdicts.count(v)}" for v in (*DECIDED, NOT_RESOLVED) if v in verdicts)
+    table.footnotes.append(f"Decided: {sum(v in DECIDED for v in verdicts)} of {len(verdicts)} claims ({counts}).")
     return table, pd.DataFrame(records)

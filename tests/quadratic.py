@@ -40,7 +40,7 @@ def curved_local_train(curvatures: torch.Tensor, targets: torch.Tensor, steps: i
             if optimizer is None:
                 weights = weights - ctx.lr * gradient
             else:
-                weights, rows = optimizer.step(weights, gradient, rows, ctx.lr)
+                optimizer.step_(weights, gradient, rows, ctx.lr)
         if optimizer_rows is not None:
             for key, value in rows.items():
                 optimizer_rows[key].index_copy_(0, clients, value)

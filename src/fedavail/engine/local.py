@@ -8,6 +8,7 @@ epoch-based work) lives in the [m, ...] tables of `ClientTrainer.init_state`, ch
 import contextlib
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.func import grad, vmap
@@ -31,6 +32,11 @@ class LocalCorrection:
     anchor: torch.Tensor | None = None  # [n, d]
     drift: torch.Tensor | None = None  # [n, d]
     mean_gradient: bool = False
+
+    def rows(self, part: slice | torch.Tensor) -> "LocalCorrection":
+        """The correction of clients `part` alone (a slice, or positions)."""
+        return LocalCorrection(self.prox_mu, None if self.anchor is None else self.anchor[part],
+                               None if self.drift is None else self.drift[part], self.mean_gradient)
 
     def apply(self, gradient: torch.Tensor, weights: torch.Tensor, row: int | slice = slice(None)) -> torch.Tensor:
         """The corrected gradient of every client [n, d], or of client `row` alone [d]."""
@@ -237,7 +243,7 @@ def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_r
     for j, plan in enumerate(plans):
         raise_if_requested()
         weights.copy_(starts[j])
-        row_state = {k: v[j] for k, v in optimizer_rows.items()}
+        row_state = {k: v[j] for k, v in optimizer_rows.items()}  # views: stepped in place
         losses, accuracies = [], []
         with _keyed_dropout(model, plan.seed, round_index, plan.client):
             for positions in plan.batches:
@@ -252,75 +258,118 @@ def _train_loop(trainer, plans, starts, correction, round_index, lr, optimizer_r
                     gradient_sums[j] += gradient
                 if correction is not None:
                     gradient = correction.apply(gradient, weights, j)
-                new_weights, row_state = trainer.optimizer.step(weights, gradient, row_state, lr)
-                weights.copy_(new_weights)
+                trainer.optimizer.step_(weights, gradient, row_state, lr)
                 losses.append(loss.item())
                 accuracies.append((logits.argmax(1) == y).double().mean().item())
-        for key, value in row_state.items():
-            optimizer_rows[key][j] = value
         ends[j] = weights
         step_losses.append(losses)
         step_accuracies.append(accuracies)
     return ends, step_losses, step_accuracies
 
 
-def _step_inputs(plans, step, width, device):
-    """Every client's minibatch of this step, padded to `width` samples with weight-0 copies; a client whose work is
-    done gets a placeholder sample of weight 0 (its rows are kept as they are)."""
-    xs, ys, masks = [], [], []
-    for plan in plans:
-        is_active = step < len(plan.batches)
-        if is_active:
-            x, y = plan.data.batch(plan.batches[step], plan.generator)
-        else:
-            positions = plan.batches[-1][:1]
-            x, y = plan.data.inputs(plan.data.x[positions]), plan.data.y[positions]
-        pad = width - len(y)
-        masks.append(torch.cat([torch.full((len(y),), float(is_active), dtype=x.dtype, device=device),
-                                torch.zeros(pad, dtype=x.dtype, device=device)]))
-        xs.append(torch.cat([x, x[:1].expand(pad, *x.shape[1:])]) if pad else x)
-        ys.append(torch.cat([y, y[:1].expand(pad)]) if pad else y)
-    return torch.stack(xs), torch.stack(ys), torch.stack(masks)
+def _step_positions(plans, width, device):
+    """Every client's sample positions per step, [steps, n, width], and which of them are real samples (a partial
+    batch is padded with weight-0 copies of a sample of its own). Clients come in order of decreasing steps, so the
+    clients still working at a step are a prefix; positions past a client's last step are never read."""
+    steps = len(plans[0].batches)
+    sizes = np.zeros((len(plans), steps), dtype=np.int64)
+    for j, plan in enumerate(plans):
+        sizes[j, :len(plan.batches)] = [len(batch) for batch in plan.batches]
+    mask = torch.from_numpy(np.arange(width) < sizes[..., None]).to(device)
+    placeholders = torch.stack([plan.batches[0][0] for plan in plans])
+    positions = placeholders[:, None, None].expand(len(plans), steps, width).clone()
+    positions[mask] = torch.cat([batch for plan in plans for batch in plan.batches])  # row-major: as listed
+    return positions.transpose(0, 1), mask.transpose(0, 1), sizes.T.tolist()
+
+
+def _step_inputs(plans, positions, sizes, data):
+    """This step's minibatches of the clients `plans`, [n, width, ...]: one gather from the shared train set;
+    augmented per client with its own generator, real samples only, as the loop augments them."""
+    flat = positions.reshape(-1)
+    x = data.inputs(data.x[flat])
+    x = x.view(*positions.shape, *x.shape[1:])
+    if data.kind == "image" and data.augmentation.active:
+        for j, (plan, size) in enumerate(zip(plans, sizes)):
+            x[j, :size] = plan.data.batch(positions[j, :size], plan.generator)[0]
+    return x, data.y[flat].view(positions.shape)
+
+
+# Most clients per vmap call on the CPU: beyond a few dozen a step's activations and gradients leave the caches and
+# per-sample time stops falling (benchmarks/roofline.py); on CUDA all go at once.
+CPU_VMAP_WIDTH = 64
 
 
 def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_rows, gradient_sums):
-    model, options = trainer.model, trainer.options
+    """The clients in order of decreasing local steps, so that those still working at a step are a prefix of the
+    batch and a step trains only them; on the CPU in calls of equal width, at most CPU_VMAP_WIDTH clients."""
+    if any(p.data.x is not plans[0].data.x for p in plans):
+        raise ValueError("local work trained together must share one train set")
+    order = sorted(range(len(plans)), key=lambda j: -len(plans[j].batches))
+    index = torch.tensor(order, device=starts.device)
+    weights = starts[index]
+    rows = {key: value[index] for key, value in optimizer_rows.items()}
+    sums = None if gradient_sums is None else gradient_sums[index]
+    correction = None if correction is None else correction.rows(index)
+    calls = -(-len(plans) // CPU_VMAP_WIDTH) if starts.device.type == "cpu" else 1
+    bounds = [len(plans) * c // calls for c in range(calls + 1)]  # calls of equal width, not one short remainder
+    step_losses, step_accuracies = [], []
+    for part in (slice(a, b) for a, b in zip(bounds, bounds[1:])):
+        losses, accuracies = _train_vmap_part(
+            trainer, [plans[j] for j in order[part]], weights[part], None if correction is None else
+            correction.rows(part), lr, {key: value[part] for key, value in rows.items()},
+            None if sums is None else sums[part])
+        step_losses += losses
+        step_accuracies += accuracies
+    for key, value in rows.items():
+        optimizer_rows[key][index] = value
+    if sums is not None:
+        gradient_sums[index] = sums
+    ends = torch.empty_like(weights)
+    ends[index] = weights
+    position = {j: rank for rank, j in enumerate(order)}
+    return (ends, [step_losses[position[j]] for j in range(len(plans))],
+            [step_accuracies[position[j]] for j in range(len(plans))])
 
-    def loss_and_logits(weights, x, y, sample_weights):
-        logits = model(weights, x)
+
+def _train_vmap_part(trainer, plans, weights, correction, lr, optimizer_rows, gradient_sums):
+    """Local work of `plans` (in order of decreasing steps) from `weights` [n, d]; the weights, optimizer rows and
+    gradient sums are updated in place. Returns each client's step losses and accuracies."""
+    model, options, data = trainer.model, trainer.options, plans[0].data
+
+    def loss_and_logits(client_weights, x, y, sample_weights):
+        logits = model(client_weights, x)
         losses = F.cross_entropy(logits, y, reduction="none")
         return (losses * sample_weights).sum() / sample_weights.sum().clamp_min(1), logits
 
     # Dropout masks under vmap come from the default generator, not keyed per client: loop == vmap holds exactly
     # only for models without dropout.
     batched_grad = vmap(grad(loss_and_logits, has_aux=True), randomness="different")
-    device = starts.device
-    width = max(len(b) for p in plans for b in p.batches)
     lengths = [len(p.batches) for p in plans]
-    counts = torch.tensor(lengths, device=device)
-    weights = starts.detach().clone()
+    width = max(len(b) for p in plans for b in p.batches)
+    positions, masks, sizes = _step_positions(plans, width, weights.device)
     loss_steps, accuracy_steps = [], []
-    for step in range(max(lengths)):
+    for step in range(lengths[0]):
         raise_if_requested()
-        x, y, mask = _step_inputs(plans, step, width, device)
-        gradient, logits = batched_grad(weights, x, y, mask)
+        working = sum(length > step for length in lengths)  # a prefix: the clients whose work goes on
+        x, y = _step_inputs(plans[:working], positions[step, :working], sizes[step][:working], data)
+        mask = masks[step, :working].to(x.dtype)
+        active = weights[:working]
+        gradient, logits = batched_grad(active, x, y, mask)
         gradient = clip_gradient(gradient, options.grad_clip)
-        # Every client is active until the shortest local work ends (always, with `steps`): no mask needed then.
-        active = None if step < min(lengths) else step < counts
         if gradient_sums is not None:
-            gradient_sums += gradient if active is None else torch.where(active[:, None], gradient, 0)
+            gradient_sums[:working] += gradient
         if correction is not None:
-            gradient = correction.apply(gradient, weights)
-        weights, new_rows = trainer.optimizer.step(weights, gradient, optimizer_rows, lr, active)
-        optimizer_rows.update(new_rows)
+            gradient = correction.rows(slice(0, working)).apply(gradient, active)
+        trainer.optimizer.step_(active, gradient, {k: v[:working] for k, v in optimizer_rows.items()}, lr)
         with torch.no_grad():
-            losses = (vmap(lambda lg, t: F.cross_entropy(lg, t, reduction="none"))(logits, y) * mask).sum(-1)
-            correct = ((logits.argmax(-1) == y).to(mask.dtype) * mask).sum(-1)
-            sizes = mask.sum(-1).clamp_min(1)
+            losses = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view(y.shape)
+            correct = (logits.argmax(-1) == y).to(mask.dtype)
+            samples = mask.sum(-1).clamp_min(1)
             # Kept on the device: read once after the round, so no step waits for the host.
-            loss_steps.append(losses / sizes)
-            accuracy_steps.append(correct / sizes)
-    step_losses, step_accuracies = (
-        [row[:n] for row, n in zip(torch.stack(values, 1).double().cpu().tolist(), lengths)]
-        for values in (loss_steps, accuracy_steps))
-    return weights, step_losses, step_accuracies
+            loss_steps.append((losses * mask).sum(-1) / samples)
+            accuracy_steps.append((correct * mask).sum(-1) / samples)
+    # Step s holds the first (number of clients with more than s steps) clients: client j's values are its column.
+    losses, accuracies = (torch.cat(values).double().cpu().tolist() for values in (loss_steps, accuracy_steps))
+    offsets = np.concatenate([[0], np.cumsum([len(v) for v in loss_steps])])
+    return ([[values[offsets[s] + j] for s in range(length)] for j, length in enumerate(lengths)]
+            for values in (losses, accuracies))

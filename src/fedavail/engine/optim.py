@@ -1,5 +1,6 @@
-"""Local optimizers as functions of flat parameter rows: one formula for the loop ([d] rows) and vmap ([n, d] rows),
-and per-client state as plain tensors that the trainer can keep in [m, d] tables (`optimizer_state: persistent`).
+"""Local optimizers as in-place steps on flat parameter rows: one formula for the loop ([d] rows) and vmap ([n, d]
+rows), and per-client state as plain tensors that the trainer can keep in [m, d] tables (`optimizer_state:
+persistent`).
 
   sgd:       w <- w − η (g + λ w)
   momentum:  b <- μ b + (g + λ w);  w <- w − η b                        (PyTorch SGD, dampening 0, b_0 = 0)
@@ -24,30 +25,21 @@ class LocalOptimizer:
         return {key: torch.zeros(rows, dtype=torch.int64, device=device) if key == "adam_steps"
                 else torch.zeros(rows, dim, dtype=dtype, device=device) for key in self.keys}
 
-    def step(self, weights: torch.Tensor, gradient: torch.Tensor, state: dict[str, torch.Tensor], lr: float,
-             active: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """One step for a row [d] or rows [n, d]; `active` [n] bool keeps inactive rows (and their state) as they are
-        (clients whose local work this round is already done). Returns new tensors; nothing is modified in place."""
+    def step_(self, weights: torch.Tensor, gradient: torch.Tensor, state: dict[str, torch.Tensor], lr: float) -> None:
+        """One step for a row [d] or rows [n, d], in place on `weights` and `state`: these are [n, d] tensors, so
+        each pass over them costs memory bandwidth, and no temporaries are made beyond the update itself."""
         o = self.options
         if o.weight_decay:
             gradient = gradient + o.weight_decay * weights
-        new_state = {}
         if o.optimizer == "sgd":
-            update = lr * gradient
+            weights.sub_(gradient, alpha=lr)
         elif o.optimizer == "momentum":
-            new_state["momentum"] = o.momentum * state["momentum"] + gradient
-            update = lr * new_state["momentum"]
+            weights.sub_(state["momentum"].mul_(o.momentum).add_(gradient), alpha=lr)
         else:
             beta1, beta2 = o.betas
-            new_state["adam_steps"] = steps = state["adam_steps"] + 1
-            new_state["exp_avg"] = beta1 * state["exp_avg"] + (1 - beta1) * gradient
-            new_state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * gradient * gradient
+            steps = state["adam_steps"].add_(1)
+            exp_avg = state["exp_avg"].mul_(beta1).add_(gradient, alpha=1 - beta1)
+            exp_avg_sq = state["exp_avg_sq"].mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
             count = steps.to(weights.dtype).reshape(*weights.shape[:-1], 1)
-            denominator = new_state["exp_avg_sq"].sqrt() / (1 - beta2**count).sqrt() + o.eps
-            update = (lr / (1 - beta1**count)) * new_state["exp_avg"] / denominator
-        new_weights = weights - update
-        if active is not None:
-            rows = active[:, None]
-            new_weights = torch.where(rows, new_weights, weights)
-            new_state = {k: torch.where(rows if v.dim() == 2 else active, v, state[k]) for k, v in new_state.items()}
-        return new_weights, new_state
+            denominator = exp_avg_sq.sqrt().div_((1 - beta2**count).sqrt()).add_(o.eps)
+            weights.sub_(exp_avg.mul(lr / (1 - beta1**count)).div_(denominator))

@@ -49,12 +49,16 @@ SEED, GEMM_SIZE = 0, 1024
 FEDSWE_SMALL = {"lr": 0.05, "steps": 5, "batch_size": 16}  # config/config.yaml, claims.yaml: the FedSWE part
 FAST_SMALL = {"optimizer": "adam", "lr": 0.003, "optimizer_state": "persistent", "epochs": 1, "max_steps": 10,
               "batch_size": 16}  # ... the FAST part (3 steps: 40 samples per client)
-# name: (model, (channels, size, classes), samples per client, local settings, clients per round of the process)
+# Client sizes like those of FedLab's hetero_dir at α = 0.1 on MNIST-5k (the FAST part): mean 40, 1 to 6 steps of 16.
+SKEWED_SIZES = (6, 16, 30, 40, 60, 88)
+# name: (model, (channels, size, classes), samples per client (a number, or sizes the clients cycle through), local
+# settings, clients per round of the process)
 WORKLOADS = {
     "small_cnn@16 sgd x10": ("small_cnn", (1, 28, 10), 40, FEDSWE_SMALL, 10),  # one run's round, few participants
     "small_cnn@16 sgd x33": ("small_cnn", (1, 28, 10), 40, FEDSWE_SMALL, 33),  # one FedSWE stationary run's round
     "small_cnn@16 sgd x165": ("small_cnn", (1, 28, 10), 40, FEDSWE_SMALL, 165),  # its five seeds in one process
     "small_cnn@16 adam x50": ("small_cnn", (1, 28, 10), 40, FAST_SMALL, 50),  # five FAST seeds in one process
+    "small_cnn@16 adam x50 skewed": ("small_cnn", (1, 28, 10), SKEWED_SIZES, FAST_SMALL, 50),  # ... unequal sizes
     "fast_cnn_fmnist@128 adam x10": ("fast_cnn_fmnist", (1, 28, 10), 600,
                                      {"optimizer": "adam", "lr": 0.001, "optimizer_state": "persistent", "epochs": 1,
                                       "max_steps": 10, "batch_size": 128}, 10),  # config/fast.yaml
@@ -66,16 +70,16 @@ WORKLOADS = {
 }
 
 
-def synthetic_data(shape, samples_per_client: int, clients: int, device: torch.device):
+def synthetic_data(shape, sizes: list[int], device: torch.device):
     channels, size, classes = shape
-    samples = samples_per_client * clients
+    samples = sum(sizes)
     generator = torch.Generator().manual_seed(SEED)
     x = torch.randint(0, 256, (samples, channels, size, size), dtype=torch.uint8, generator=generator)
     y = torch.randint(0, classes, (samples,), generator=generator)
     mean, std = channel_stats(x[:2000])
     dataset = {"name": "synthetic", "kind": "image", "num_classes": classes, "train_x": x, "train_y": y,
                "test_x": x[:10], "test_y": y[:10], "mean": mean, "std": std, "meta": {}}
-    offsets = np.arange(clients + 1, dtype=np.int64) * samples_per_client
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return dataset, ClientData(dataset, offsets, np.arange(samples), device, AugmentationOptions())
 
 
@@ -93,15 +97,17 @@ def flop_per_sample(model_name: str, dataset: dict, batch: int, device: torch.de
 def workload_arm(name: str, device: torch.device):
     """(setup returning the timed call, samples per call, FLOP per sample, back end)."""
     model_name, shape, per_client, local, clients = WORKLOADS[name]
-    dataset, data = synthetic_data(shape, per_client, clients, device)
+    sizes = [per_client[c % len(per_client)] if isinstance(per_client, tuple) else per_client for c in range(clients)]
+    dataset, data = synthetic_data(shape, sizes, device)
     options = resolve_local(local, None, "local")
     batched = picks_vmap(model_name, options.batch_size, device)
     model = FlatModel(build_model(model_name, dataset, SEED).to(device))
     trainer = ClientTrainer(model, data, options, SEED, batched)
     starts = model.flatten().expand(clients, -1)
     every = torch.arange(clients, device=device)
-    steps = options.steps or min(options.max_steps or 10**9, -(-per_client // options.batch_size))
-    samples = clients * (steps * options.batch_size if options.steps else min(per_client, steps * options.batch_size))
+    # samples trained per round: `steps` full batches, or one epoch capped at max_steps batches
+    cap = (options.max_steps or 10**9) * options.batch_size
+    samples = sum(options.steps * options.batch_size if options.steps else min(size, cap) for size in sizes)
     rounds = iter(range(10**9))
 
     def setup():

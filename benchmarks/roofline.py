@@ -1,7 +1,8 @@
 """Roofline: what the whole local step achieves, in GFLOP/s, against this machine's own matrix-product rate, per model
 and batch as the configs train them.
 
-    python benchmarks/roofline.py [--repeats 5] [--threads 1] [--device cpu|cuda] [--workloads NAME ...] [--src DIR]
+    python benchmarks/roofline.py [--repeats 5] [--threads 1] [--device cpu|cuda] [--workloads NAME ...]
+    python benchmarks/roofline.py --against OLD/src [--pairs 5] [--repeats 3] [--workloads NAME ...]
 
 A workload is one round of local work for W clients through the engine (fedavail.engine.local, the back end that
 `execution.batched: auto` picks): the keyed minibatches gathered from the train set, forward, backward, the local
@@ -9,11 +10,17 @@ optimizer and the per-step loss and accuracy, on synthetic data of the dataset's
 torch.utils.flop_counter over one forward and backward of the model at the workload's batch size (multiply-adds of the
 convolutions and matrix products, x2; elementwise work is not counted, so it only costs time). The reference arm is a
 1024^3 float32 matrix product on the same threads. Arms alternate run by run after one warm-up each; the table shows
-medians of --repeats runs. `--src DIR` imports fedavail from another checkout's src/ (an older engine, say): run the
-script once with it and once without, alternately, to compare engines under the same conditions."""
+medians of --repeats runs.
+
+`--against DIR` compares this checkout's engine with the fedavail in another checkout's src/ (an older commit, say):
+it alternates processes, this engine then that one, --pairs times, each measuring every workload and the GEMM rate
+as above, and prints both engines' medians and the median of the per-pair time ratios. (`--src DIR` makes one such
+process import fedavail from DIR.)"""
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import time
 
@@ -28,6 +35,9 @@ def arguments():
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--workloads", nargs="+")
     parser.add_argument("--src", help="import fedavail from this src/ folder instead of the installed one")
+    parser.add_argument("--against", help="compare with the fedavail in this src/ folder, in alternated processes")
+    parser.add_argument("--pairs", type=int, default=5, help="with --against: processes per engine")
+    parser.add_argument("--json", action="store_true", help="print the measurements as one JSON object")
     return parser.parse_args()
 
 
@@ -114,7 +124,7 @@ def workload_arm(name: str, device: torch.device):
         state = trainer.init_state(clients, starts.dtype, device)
         return lambda: trainer.train(every, starts, None, next(rounds), options.lr, state).end
     return setup, samples, flop_per_sample(model_name, dataset, options.batch_size, device), \
-        "vmap" if batched else "loop"
+        back_end_name(batched, model)
 
 
 def gemm_arm(device: torch.device):
@@ -127,15 +137,21 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def main():
-    ensure_malloc_settings([sys.executable, *sys.argv])  # the train rule's allocator settings
-    torch.set_num_threads(ARGS.threads)
-    device = torch.device(ARGS.device)
-    names = ARGS.workloads or list(WORKLOADS)
+def back_end_name(batched: bool, model: FlatModel) -> str:
+    if not batched:
+        return "loop"
+    try:
+        from fedavail.engine import grouped
+    except ImportError:  # an engine from before the grouped path
+        return "vmap"
+    return "grouped" if grouped.supports(model) and model.flat.device.type == "cpu" else "vmap"
+
+
+def measure(names: list[str], device: torch.device) -> dict:
+    """{"gemm": GFLOP/s, workload: {"back_end", "flop", "us_per_sample", "gflops"}}, medians of alternated runs."""
     arms = {"gemm": (gemm_arm(device), None, 2 * GEMM_SIZE**3, "")}
     for name in names:
-        setup, samples, flop, back_end = workload_arm(name, device)
-        arms[name] = (setup, samples, flop, back_end)
+        arms[name] = workload_arm(name, device)
     seconds = {name: [] for name in arms}
     for repeat in range(ARGS.repeats + 1):
         for name, (setup, *_) in arms.items():
@@ -146,20 +162,61 @@ def main():
             synchronize(device)
             if repeat:
                 seconds[name].append(time.perf_counter() - started)
-    rate = {}
-    for name, (_, samples, flop, _) in arms.items():
-        total = flop if samples is None else flop * samples
-        rate[name] = total / statistics.median(seconds[name]) / 1e9
+    result = {"gemm": arms["gemm"][2] / statistics.median(seconds["gemm"]) / 1e9}
+    for name in names:
+        _, samples, flop, back_end = arms[name]
+        median = statistics.median(seconds[name])
+        result[name] = {"back_end": back_end, "flop": flop, "us_per_sample": 1e6 * median / samples,
+                        "gflops": flop * samples / median / 1e9}
+    return result
+
+
+def compare(names: list[str]) -> None:
+    """This engine against --against's, in alternated processes."""
+    arguments = [sys.executable, __file__, "--json", "--repeats", str(ARGS.repeats), "--threads", str(ARGS.threads),
+                 "--device", ARGS.device, "--workloads", *names]
+    runs = {"this": [], "against": []}
+    for _ in range(ARGS.pairs):
+        for engine, extra in (("this", []), ("against", ["--src", ARGS.against])):
+            output = subprocess.run(arguments + extra, capture_output=True, text=True, check=True).stdout
+            runs[engine].append(json.loads(output.splitlines()[-1]))
+    print(f"torch {torch.__version__}, {ARGS.threads} thread(s), device {ARGS.device}; {ARGS.pairs} alternated "
+          f"processes per engine, each the median of {ARGS.repeats} runs; this checkout against {ARGS.against}")
+    print("| workload | engine | back end | µs/sample | GFLOP/s | of GEMM | time, against / this |")
+    print("|---|---|---|---|---|---|---|")
+    for name in names:
+        ratios = [b[name]["us_per_sample"] / a[name]["us_per_sample"] for a, b in zip(runs["this"], runs["against"])]
+        for engine, results in runs.items():
+            cell = lambda key: statistics.median(r[name][key] for r in results)  # noqa: E731
+            share = statistics.median(r[name]["gflops"] / r["gemm"] for r in results)
+            ratio = f"{statistics.median(ratios):.2f}" if engine == "this" else ""
+            print(f"| {name} | {engine} | {results[0][name]['back_end']} | {cell('us_per_sample'):.1f} | "
+                  f"{cell('gflops'):.1f} | {100 * share:.0f}% | {ratio} |")
+    print(f"GEMM rate, median of each engine's processes: this {statistics.median(r['gemm'] for r in runs['this']):.1f}"
+          f", against {statistics.median(r['gemm'] for r in runs['against']):.1f} GFLOP/s")
+
+
+def main():
+    ensure_malloc_settings([sys.executable, *sys.argv])  # the train rule's allocator settings
+    torch.set_num_threads(ARGS.threads)
+    names = ARGS.workloads or list(WORKLOADS)
+    if ARGS.against:
+        compare(names)
+        return
+    device = torch.device(ARGS.device)
+    result = measure(names, device)
+    if ARGS.json:
+        print(json.dumps(result))
+        return
     print(f"torch {torch.__version__}, {ARGS.threads} thread(s), device {device}, fedavail from "
           f"{ARGS.src or 'the installed package'}; medians of {ARGS.repeats} alternated runs")
-    print(f"GEMM {GEMM_SIZE}^3 float32: {rate['gemm']:.1f} GFLOP/s")
+    print(f"GEMM {GEMM_SIZE}^3 float32: {result['gemm']:.1f} GFLOP/s")
     print("| workload | back end | MFLOP/sample | µs/sample | GFLOP/s | of GEMM |")
     print("|---|---|---|---|---|---|")
     for name in names:
-        _, samples, flop, back_end = arms[name]
-        per_sample = 1e6 * statistics.median(seconds[name]) / samples
-        print(f"| {name} | {back_end} | {flop / 1e6:.2f} | {per_sample:.1f} | {rate[name]:.1f} | "
-              f"{100 * rate[name] / rate['gemm']:.0f}% |")
+        r = result[name]
+        print(f"| {name} | {r['back_end']} | {r['flop'] / 1e6:.2f} | {r['us_per_sample']:.1f} | {r['gflops']:.1f} | "
+              f"{100 * r['gflops'] / result['gemm']:.0f}% |")
 
 
 if __name__ == "__main__":

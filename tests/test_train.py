@@ -98,8 +98,8 @@ def test_persistent_optimizer_state_is_checkpointed_resumed_and_counted(inputs, 
                                   pd.read_parquet(tmp_path / "split/metrics.parquet").drop(columns="seconds"))
     summary = json.loads((tmp_path / "whole/summary.json").read_text())
     m, d = 10, summary["dimension"]
-    # Adam's two [m, d] moment tables and its [m] step counts, plus the [m] epoch cursor and running accuracy.
-    assert summary["local_state_bytes"] == 2 * m * d * 4 + m * 8 + 4 * m * 8
+    # Adam's two [m, d] moment tables and its [m] float32 step counts, plus the [m] epoch cursor and running accuracy.
+    assert summary["local_state_bytes"] == 2 * m * d * 4 + m * 4 + 4 * m * 8
     assert summary["state_bytes"] == d * 4 + summary["local_state_bytes"]
 
 

@@ -171,7 +171,7 @@ def test_batched_equals_per_client_loop_in_float64():
 def test_vmap_in_several_calls_equals_the_loop_in_float64(monkeypatch):
     import fedavail.engine.local as local
 
-    monkeypatch.setattr(local, "CPU_VMAP_WIDTH", 3)  # four clients: two calls of two
+    monkeypatch.setattr(local, "CPU_BATCH_WIDTH", 3)  # four clients: two calls of two
     (loop, _), (batched, _) = _round(False, torch.float64), _round(True, torch.float64)
     torch.testing.assert_close(batched.end, loop.end, rtol=0, atol=1e-12)
     torch.testing.assert_close(batched.loss, loop.loss, rtol=0, atol=1e-12)

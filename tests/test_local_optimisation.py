@@ -134,7 +134,7 @@ def test_loop_equals_vmap_in_float64_with_momentum_adam_and_persistent_state(val
 def test_loop_equals_vmap_with_augmentation_and_partial_batches(width, monkeypatch):
     import fedavail.engine.local as local
 
-    monkeypatch.setattr(local, "CPU_VMAP_WIDTH", width)
+    monkeypatch.setattr(local, "CPU_BATCH_WIDTH", width)
     values = {"optimizer": "momentum", "optimizer_state": "persistent", "epochs": 1, "batch_size": 16}
     augmentation = AugmentationOptions(crop_padding=2, horizontal_flip=True)
     (loop, _), (vmap, _) = _two_rounds(False, values, augmentation), _two_rounds(True, values, augmentation)

@@ -1,7 +1,8 @@
 """Local training of a round's participants, from the start points the algorithm chose, with the experiment's local
-settings (fedavail.plan.local). Two interchangeable back ends, a per-client loop (the fast path on CPU) and a
-torch.func.vmap over stacked client parameters (the default on CUDA), consume the same keyed minibatches and optimizer
-formula (engine.optim), so their end points agree up to floating-point reassociation. Per-client state that outlives
+settings (fedavail.plan.local). Two interchangeable back ends, a per-client loop and a batched one over stacked
+client parameters (each client's gradient from torch.func's vmap(grad), or on the CPU for plain CNNs from
+fedavail.engine.grouped), consume the same keyed minibatches and optimizer formula (engine.optim), so their end
+points agree up to floating-point reassociation. Per-client state that outlives
 a round (optimizer moments with `optimizer_state: persistent`; the epoch cursor and running training accuracy of
 epoch-based work) lives in the [m, ...] tables of `ClientTrainer.init_state`, checkpointed with the algorithm state."""
 
@@ -160,10 +161,11 @@ class ClientTrainer:
 
 def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[LocalResult]:
     """One back-end call for the local work of several seeds' participants (same model, settings and back end; their own
-    partitions, keyed streams and tables): one vmap over seeds x clients on the batched back end. Every client's
-    minibatches, dropout and optimizer rows are keyed by its own seed, so each seed's results are its separate run's
-    (exactly on the loop; on vmap up to batched kernels' reassociation). Per-client tables change only after the whole
-    round's local work: a stop request mid-round leaves them as at the round's start, which a checkpoint records."""
+    partitions, keyed streams and tables): one batched call over seeds x clients on the batched back end. Every
+    client's minibatches, dropout and optimizer rows are keyed by its own seed, so each seed's results are its separate
+    run's (exactly on the loop; batched, up to batched kernels' reassociation). Per-client tables change only after
+    the whole round's local work: a stop request mid-round leaves them as at the round's start, which a checkpoint
+    records."""
     trainer = works[0].trainer
     if not all(w.trainer.model is trainer.model and w.trainer.options == trainer.options
                and w.trainer.batched == trainer.batched for w in works):
@@ -180,7 +182,7 @@ def train_together(works: list[LocalWork], round_index: int, lr: float) -> list[
         optimizer_rows = trainer.optimizer.init_rows(len(starts), trainer.model.dim, starts.dtype, starts.device)
     gradient_sums = torch.zeros_like(starts) if correction is not None and correction.mean_gradient else None
     trainer.model.module.train()
-    back_end = _train_vmap if trainer.batched and flat_plans else _train_loop  # the loop: also a round without work
+    back_end = _train_batched if trainer.batched and flat_plans else _train_loop  # the loop: also a round without work
     ends, step_losses, step_accuracies = back_end(trainer, flat_plans, starts, correction, round_index, lr,
                                                   optimizer_rows, gradient_sums)
     steps = torch.tensor([len(v) for v in step_losses], dtype=torch.int64)
@@ -296,14 +298,14 @@ def _step_inputs(plans, positions, sizes, data):
     return x, data.y[flat].view(positions.shape)
 
 
-# Most clients per vmap call on the CPU: beyond a few dozen a step's activations and gradients leave the caches and
-# per-sample time stops falling (benchmarks/roofline.py); on CUDA all go at once.
-CPU_VMAP_WIDTH = 64
+# Most clients per batched call on the CPU: beyond a few dozen a step's activations and gradients leave the caches
+# and per-sample time stops falling (benchmarks/roofline.py); on CUDA all go at once.
+CPU_BATCH_WIDTH = 64
 
 
-def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_rows, gradient_sums):
+def _train_batched(trainer, plans, starts, correction, round_index, lr, optimizer_rows, gradient_sums):
     """The clients in order of decreasing local steps, so that those still working at a step are a prefix of the
-    batch and a step trains only them; on the CPU in calls of equal width, at most CPU_VMAP_WIDTH clients."""
+    batch and a step trains only them; on the CPU in calls of equal width, at most CPU_BATCH_WIDTH clients."""
     if any(p.data.x is not plans[0].data.x for p in plans):
         raise ValueError("local work trained together must share one train set")
     order = sorted(range(len(plans)), key=lambda j: -len(plans[j].batches))
@@ -312,11 +314,11 @@ def _train_vmap(trainer, plans, starts, correction, round_index, lr, optimizer_r
     rows = {key: value[index] for key, value in optimizer_rows.items()}
     sums = None if gradient_sums is None else gradient_sums[index]
     correction = None if correction is None else correction.rows(index)
-    calls = -(-len(plans) // CPU_VMAP_WIDTH) if starts.device.type == "cpu" else 1
+    calls = -(-len(plans) // CPU_BATCH_WIDTH) if starts.device.type == "cpu" else 1
     bounds = [len(plans) * c // calls for c in range(calls + 1)]  # calls of equal width, not one short remainder
     step_losses, step_accuracies = [], []
     for part in (slice(a, b) for a, b in zip(bounds, bounds[1:])):
-        losses, accuracies = _train_vmap_part(
+        losses, accuracies = _train_batched_part(
             trainer, [plans[j] for j in order[part]], weights[part], None if correction is None else
             correction.rows(part), lr, {key: value[part] for key, value in rows.items()},
             None if sums is None else sums[part])
@@ -350,7 +352,7 @@ def _batched_gradient(model: FlatModel, device: torch.device):
     return vmap(grad(loss_and_logits, has_aux=True), randomness="different")
 
 
-def _train_vmap_part(trainer, plans, weights, correction, lr, optimizer_rows, gradient_sums):
+def _train_batched_part(trainer, plans, weights, correction, lr, optimizer_rows, gradient_sums):
     """Local work of `plans` (in order of decreasing steps) from `weights` [n, d]; the weights, optimizer rows and
     gradient sums are updated in place. Returns each client's step losses and accuracies."""
     model, options, data = trainer.model, trainer.options, plans[0].data
@@ -382,5 +384,5 @@ def _train_vmap_part(trainer, plans, weights, correction, lr, optimizer_rows, gr
     # Step s holds the first (number of clients with more than s steps) clients: client j's values are its column.
     losses, accuracies = (torch.cat(values).double().cpu().tolist() for values in (loss_steps, accuracy_steps))
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in loss_steps])])
-    return ([[values[offsets[s] + j] for s in range(length)] for j, length in enumerate(lengths)]
-            for values in (losses, accuracies))
+    return tuple([[values[offsets[s] + j] for s in range(length)] for j, length in enumerate(lengths)]
+                 for values in (losses, accuracies))

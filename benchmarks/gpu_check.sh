@@ -14,7 +14,8 @@
 # seeds' clients) against three separate runs, in float64 (the metrics must agree to ~1e-9) and float32 (wall time);
 # (6) benchmarks/step_cost.py: per-sample cost of a client step at the configs' batch sizes, loop and vmap, against
 # the large-batch floor, and the back end the engine picks; (7) benchmarks/algorithm_cost.py: every algorithm's round
-# against FedAvg's, with its state memory.
+# against FedAvg's, with its state memory; (8) benchmarks/roofline.py: the local step's GFLOP/s against the device's
+# own matrix-product rate, per model and batch as the configs train them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
@@ -30,6 +31,7 @@ if [[ "${1:-}" == "--cpu" ]]; then
     MANY_SEEDS_TIMED=("${MANY_SEEDS[@]}")
     STEP_COST=(--repeats 1 --threads 1 --workloads small_cnn@16x10)
     ALGORITHM_COST=(--repeats 1 --rounds 1 --threads 1)
+    ROOFLINE=(--repeats 1 --threads 1 --workloads "small_cnn@16 sgd x10")
 elif [[ $# -eq 0 ]]; then
     DEVICE=cuda
     ROUND_COST=(--repeats 3 --vmap-clients 100)
@@ -39,6 +41,7 @@ elif [[ $# -eq 0 ]]; then
     MANY_SEEDS_TIMED=(--seeds 3 --rounds 30)
     STEP_COST=(--repeats 3)
     ALGORITHM_COST=(--repeats 3 --rounds 10)
+    ROOFLINE=(--repeats 3)
 else
     echo "usage: bash benchmarks/gpu_check.sh [--cpu]" >&2
     exit 2
@@ -82,5 +85,8 @@ timeout 240 "$PYTHON" benchmarks/step_cost.py --device "$DEVICE" "${STEP_COST[@]
 
 step "7. every algorithm's round against FedAvg's on $DEVICE"
 timeout 180 "$PYTHON" benchmarks/algorithm_cost.py --device "$DEVICE" "${ALGORITHM_COST[@]}"
+
+step "8. roofline: the local step against the matrix-product rate on $DEVICE"
+timeout 240 "$PYTHON" benchmarks/roofline.py --device "$DEVICE" "${ROOFLINE[@]}"
 
 step "done"

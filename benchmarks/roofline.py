@@ -9,8 +9,8 @@ A workload is one round of local work for W clients through the engine (fedavail
 optimizer and the per-step loss and accuracy, on synthetic data of the dataset's shape. Its FLOP are counted by
 torch.utils.flop_counter over one forward and backward of the model at the workload's batch size (multiply-adds of the
 convolutions and matrix products, x2; elementwise work is not counted, so it only costs time). The reference arm is a
-1024^3 float32 matrix product on the same threads. Arms alternate run by run after one warm-up each; the table shows
-medians of --repeats runs.
+1024^3 float32 matrix product on the same threads (8192^3 on a GPU). Arms alternate run by run after one warm-up
+each; the table shows medians of --repeats runs.
 
 `--against DIR` compares this checkout's engine with the fedavail in another checkout's src/ (an older commit, say):
 it alternates processes, this engine then that one, --pairs times, each measuring every workload and the GEMM rate
@@ -55,7 +55,8 @@ from fedavail.models import build_model  # noqa: E402
 from fedavail.plan.experiments import AugmentationOptions  # noqa: E402
 from fedavail.plan.local import resolve_local  # noqa: E402
 
-SEED, GEMM_SIZE = 0, 1024
+SEED = 0
+GEMM_SIZE = {"cpu": 1024, "cuda": 8192}  # large enough to reach the device's rate
 FEDSWE_SMALL = {"lr": 0.05, "steps": 5, "batch_size": 16}  # config/config.yaml, claims.yaml: the FedSWE part
 FAST_SMALL = {"optimizer": "adam", "lr": 0.003, "optimizer_state": "persistent", "epochs": 1, "max_steps": 10,
               "batch_size": 16}  # ... the FAST part (3 steps: 40 samples per client)
@@ -128,7 +129,8 @@ def workload_arm(name: str, device: torch.device):
 
 
 def gemm_arm(device: torch.device):
-    a, b = (torch.randn(GEMM_SIZE, GEMM_SIZE, device=device) for _ in range(2))
+    size = GEMM_SIZE[device.type]
+    a, b = (torch.randn(size, size, device=device) for _ in range(2))
     return lambda: (lambda: a @ b)
 
 
@@ -149,7 +151,7 @@ def back_end_name(batched: bool, model: FlatModel) -> str:
 
 def measure(names: list[str], device: torch.device) -> dict:
     """{"gemm": GFLOP/s, workload: {"back_end", "flop", "us_per_sample", "gflops"}}, medians of alternated runs."""
-    arms = {"gemm": (gemm_arm(device), None, 2 * GEMM_SIZE**3, "")}
+    arms = {"gemm": (gemm_arm(device), None, 2 * GEMM_SIZE[device.type] ** 3, "")}
     for name in names:
         arms[name] = workload_arm(name, device)
     seconds = {name: [] for name in arms}
@@ -210,7 +212,7 @@ def main():
         return
     print(f"torch {torch.__version__}, {ARGS.threads} thread(s), device {device}, fedavail from "
           f"{ARGS.src or 'the installed package'}; medians of {ARGS.repeats} alternated runs")
-    print(f"GEMM {GEMM_SIZE}^3 float32: {result['gemm']:.1f} GFLOP/s")
+    print(f"GEMM {GEMM_SIZE[device.type]}^3 float32: {result['gemm']:.1f} GFLOP/s")
     print("| workload | back end | MFLOP/sample | µs/sample | GFLOP/s | of GEMM |")
     print("|---|---|---|---|---|---|")
     for name in names:

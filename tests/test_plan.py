@@ -106,7 +106,8 @@ def test_the_plan_resolves_each_entry_once(monkeypatch):
     config = load_config([REPO / "config/config.yaml"])
     plan = build_plan(config)
     specs = [plan.run_spec(run.experiment, run.algorithm, run.seed) for run in plan.runs()]
-    assert len(specs) == 78 and plan.partitions and plan.traces
+    runs = sum(len(e["algorithms"]) * len(e.get("seeds") or config["seeds"]) for e in config["experiments"].values())
+    assert len(specs) == runs and plan.partitions and plan.traces
     assert calls == {"partition_spec": len(config["partitions"]), "trace_spec": len(config["traces"]),
                      "resolve_algorithm": len(config["algorithms"]),
                      "local_spec": sum(len(e["algorithms"]) for e in config["experiments"].values())}

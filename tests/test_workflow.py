@@ -36,6 +36,18 @@ def test_second_dry_run_has_nothing_to_do(finished_run):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
+def test_plain_runs_replan_waiting_jobs_on_a_10_s_timer(monkeypatch):
+    """Without --workflow-profile Snakemake reads profiles/default, whose job rate limit sets how often it re-plans
+    waiting jobs; an explicit workflow profile replaces it."""
+    from snakemake.cli import parse_args
+
+    monkeypatch.chdir(REPO)
+    _, args = parse_args(["--cores", "1", "--dry-run"])
+    assert args.max_jobs_per_timespan.timespan == 10 and args.max_jobs_per_timespan.max_jobs == 1000
+    _, args = parse_args(["--cores", "1", "--dry-run", "--workflow-profile", "profiles/local-gpu"])
+    assert args.max_jobs_per_timespan.timespan == 10
+
+
 def test_lint_passes():
     result = snakemake(REPO, "--lint", check=False)
     assert result.returncode == 0, result.stdout + result.stderr

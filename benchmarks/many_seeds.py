@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from synthetic_run import CLIENTS, svhn_shaped
 
 from fedavail.availability.traces import make_trace, save_trace
-from fedavail.data.partition import make_partition, save_partition
 from fedavail.data.prepared import save_prepared
 from fedavail.launcher import ensure_malloc_settings
+from fedavail.partitions.partition import make_partition, save_partition
 from fedavail.train import Execution, RunInputs, run_seeds
-from synthetic_run import CLIENTS, svhn_shaped
 
 
 def _inputs(root: Path, dataset: dict, seeds: list[int], rounds: int, local_steps: int) -> list[RunInputs]:

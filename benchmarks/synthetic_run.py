@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import torch
 
 from fedavail.availability.traces import make_trace, save_trace
-from fedavail.data.partition import make_partition, save_partition
 from fedavail.data.prepared import channel_stats, save_prepared
 from fedavail.launcher import ensure_malloc_settings
+from fedavail.partitions.partition import make_partition, save_partition
 from fedavail.train import Execution, run
 
 TRAIN, TEST, CLIENTS = 73_257, 26_032, 100

@@ -29,8 +29,8 @@ def training_inputs(root) -> None:
     """data.pt, partition.npz (10 clients, Dirichlet 0.5) and trace.npz (FedSWE sine, 200 rounds) in `root`: the
     files one training run reads."""
     from fedavail.availability.traces import make_trace, save_trace
-    from fedavail.data.partition import make_partition, save_partition
     from fedavail.data.prepared import save_prepared
+    from fedavail.partitions.partition import make_partition, save_partition
 
     dataset = image_dataset()
     save_prepared(root / "data.pt", dataset)

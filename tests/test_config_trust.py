@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import torch
+from workflow_helpers import REPO, copy_workflow, snakemake
 
 from fedavail.data.prepare import prepare
 from fedavail.plan.checks import TRAIN_SAMPLES
@@ -17,8 +18,6 @@ from fedavail.plan.config import ConfigError
 from fedavail.plan.grid import expand
 from fedavail.plan.load import load_config_file, validate
 from fedavail.plan.plan import build_plan
-
-from workflow_helpers import REPO, copy_workflow, snakemake
 
 
 def base_config() -> dict:
@@ -336,12 +335,12 @@ def checked_without_schema(config: dict) -> None:
 
 
 def test_the_documented_limits_are_the_codes():
+    from fedavail.availability.models import MAX_TRACE_BYTES, TRACE_BYTES_PER_ENTRY
     from fedavail.plan.checks import MAX_NAME_LENGTH
     from fedavail.plan.experiments import MAX_ROUNDS
     from fedavail.plan.grid import MAX_GRID_CELLS, MAX_RUNS
     from fedavail.plan.load import MAX_NODES
     from fedavail.plan.local import MAX_BATCH_SIZE
-    from fedavail.plan.traces import MAX_TRACE_BYTES, TRACE_BYTES_PER_ENTRY
 
     text = (REPO / "docs/configuration.md").read_text()
     limits = {"MAX_NODES": f"{MAX_NODES:,} nodes", "MAX_NAME_LENGTH": f"{MAX_NAME_LENGTH} characters",

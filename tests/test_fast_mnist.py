@@ -13,8 +13,8 @@ import pytest
 
 from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.bundled import mnist5k
-from fedavail.data.partition import make_partition, save_partition
 from fedavail.data.prepared import save_prepared
+from fedavail.partitions.partition import make_partition, save_partition
 from fedavail.train import Execution, run
 
 SEEDS = (0, 1, 2)

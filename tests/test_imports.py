@@ -10,8 +10,10 @@ import sys
 import pytest
 import torch
 
+from fedavail.algorithms import build_algorithm
 from fedavail.plan.algorithms import known_algorithms
-from fedavail.plan.sources import PACKAGE, imported_by, module_files, module_imports, run_algorithms, training_sources
+from fedavail.plan.sources import (PACKAGE, executed_algorithms, imported_by, module_files, module_imports,
+                                   training_sources)
 
 
 def import_graph() -> dict[str, frozenset[str]]:
@@ -56,19 +58,27 @@ def test_no_import_cycle_among_fedavail_modules():
     assert cycle is None, " -> ".join(cycle)
 
 
-def test_the_plan_layer_imports_only_itself():
-    """fedavail.plan is the bottom layer: its modules import no fedavail module outside it but fedavail.io (which
-    imports no fedavail module), so the rest of fedavail builds on it and never the reverse."""
+# The floors the Snakefile's DAG building stands on: the plan and, under it, the settings of the stages' domains
+# (availability models, partition schemes) and the modules every layer uses.
+BASE = {"fedavail.io", "fedavail.options", "fedavail.rng"}
+DOMAIN_SETTINGS = {"fedavail.availability", "fedavail.availability.models", "fedavail.partitions",
+                   "fedavail.partitions.schemes"}
+
+
+def test_the_plan_layer_imports_only_itself_the_domain_settings_and_the_base():
+    """fedavail.plan imports no fedavail module but its own, the domains' settings and the base; those import only the
+    base, and the base nothing of fedavail: the rest builds on the plan and never the reverse."""
     graph = import_graph()
-    assert graph["fedavail.io"] == set()
+    assert all(not graph[module] for module in BASE)
+    upward = {f"{module} -> {target}" for module in DOMAIN_SETTINGS for target in graph[module] if target not in BASE}
     outside = {f"{module} -> {target}" for module, targets in graph.items() if module.startswith("fedavail.plan")
-               for target in targets if not target.startswith("fedavail.plan") and target != "fedavail.io"}
-    assert not outside
+               for target in targets if not target.startswith("fedavail.plan") and target not in BASE | DOMAIN_SETTINGS}
+    assert not upward and not outside
 
 
-def test_plan_and_rng_import_no_torch():
+def test_building_the_dag_imports_no_torch_and_no_pandas():
     code = ("import sys, fedavail.plan.checks, fedavail.plan.docs, fedavail.plan.load, fedavail.rng; "
-            "assert 'torch' not in sys.modules, 'torch imported'")
+            "assert 'torch' not in sys.modules, 'torch imported'; assert 'pandas' not in sys.modules, 'pandas imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -79,7 +89,7 @@ def test_training_sources_are_what_training_reads_of_the_plan_layer():
                    "plan/checks.py", "plan/load.py", "cli.py"):
         assert module not in sources
     assert {"plan/local.py", "plan/algorithms/__init__.py", "plan/algorithms/base.py", "plan/algorithms/fedswe.py",
-            "plan/options.py", "plan/experiments.py", "availability/traces.py", "data/prepared.py", "engine/local.py",
+            "options.py", "plan/experiments.py", "availability/traces.py", "data/prepared.py", "engine/local.py",
             "algorithms/fedswe.py"} <= sources
 
 
@@ -88,7 +98,9 @@ def test_training_sources_are_what_training_reads_of_the_plan_layer():
     ({"algorithm": "fast", "base": "scaffold", "lr": 0.1}, ("fast", "scaffold")),
 ])
 def test_a_runs_sources_hold_the_algorithms_it_executes_and_no_other(entry, algorithms):
-    assert run_algorithms(entry) == algorithms
+    name = entry["algorithm"]
+    built = build_algorithm(name, {k: v for k, v in entry.items() if k not in ("algorithm", "lr")})
+    assert executed_algorithms(name, built) == algorithms
     sources = {path.relative_to(PACKAGE).as_posix() for path in training_sources(algorithms)}
     for name in known_algorithms():
         expected = name in algorithms
@@ -113,7 +125,7 @@ def test_every_module_a_training_job_imports_is_a_training_source(tmp_path):
                                        text=True).stdout.splitlines()[-1])
     assert (tmp_path / "run/summary.json").exists()
     assert "pandas" not in loaded  # ~0.3 s of every training job (fedavail.train._write_metrics)
-    sources = imported_by("fedavail.train", *(f"fedavail.algorithms.{a}" for a in run_algorithms(spec["algorithm"])))
+    sources = imported_by("fedavail.train", f"fedavail.algorithms.{spec['algorithm']['algorithm']}")
     assert set(loaded) - {"fedavail.cli", "fedavail.__main__", "fedavail.gpu_slots"} <= sources
 
 
@@ -127,9 +139,9 @@ def _command_imports(stage: str) -> set[str]:
 def test_numpy_only_commands_import_no_torch(tmp_path):
     """download, partition, trace and report need no torch (importing it is most of a short job's time): every
     fedavail module their commands can reach imports without it, and partition and trace jobs run without it."""
-    from fedavail.data.prepared import save_prepared
-
     from synthetic import image_dataset
+
+    from fedavail.data.prepared import save_prepared
 
     reachable = set().union(*(imported_by(module) for stage in ("download", "partition", "trace", "report")
                               for module in _command_imports(stage)))

@@ -5,10 +5,10 @@ import os
 
 import pytest
 import yaml
-
-from fedavail.plan.load import load_config
 from tiny_run import copy_finished_run, planned_jobs, private_src
 from workflow_helpers import REPO
+
+from fedavail.plan.load import load_config
 
 SEEDS = (0, 1)
 ALGORITHMS = ("fedavg_active", "fedavg_known")
@@ -95,21 +95,22 @@ def test_editing_training_code_reruns_training(run):
 
 
 def test_a_new_algorithm_or_an_edit_to_one_these_runs_do_not_use_reruns_nothing(run):
-    """Every run of config/test.yaml is FedAvg's: a new algorithm (its two modules) and an edit to FedSWE leave them
-    alone; an edit to FedAvg reruns them all (fedavail.plan.sources)."""
+    """Every run of config/test.yaml is FedAvg's: a new algorithm (its two modules) and edits to FedSWE and FedProx
+    leave them alone; an edit to FedAvg reruns them all (fedavail.plan.sources)."""
     src = private_src() / "fedavail"
     added = {src / "plan/algorithms/fedavg_copy.py": (src / "plan/algorithms/fedavg.py").read_text(),
              src / "algorithms/fedavg_copy.py": (src / "algorithms/fedavg.py").read_text().replace(
                  "fedavail.plan.algorithms.fedavg ", "fedavail.plan.algorithms.fedavg_copy ")}
-    edited = [src / "algorithms/fedswe.py", src / "plan/algorithms/fedswe.py", src / "algorithms/fedavg.py"]
+    others = [src / f"{room}/{name}.py" for room in ("algorithms", "plan/algorithms") for name in ("fedswe", "fedprox")]
+    edited = [*others, src / "algorithms/fedavg.py"]
     originals = {path: (path.read_bytes(), path.stat()) for path in edited}
     try:
         for path, text in added.items():
             path.write_text(text)
-        for path in edited[:2]:
+        for path in others:
             path.write_bytes(originals[path][0] + b"\n# an edit\n")
         assert plan(run) == set()
-        edited[2].write_bytes(originals[edited[2]][0] + b"\n# an edit\n")
+        edited[-1].write_bytes(originals[edited[-1]][0] + b"\n# an edit\n")
         assert_reruns(run, {train(a, s) for a in ALGORITHMS for s in SEEDS})
     finally:
         for path in added:

@@ -8,14 +8,13 @@ import subprocess
 import sys
 
 import pandas as pd
-
-from fedavail.availability.traces import make_trace, save_trace
-from fedavail.data.partition import make_partition, save_partition
-from fedavail.data.prepared import save_prepared
-from fedavail.launcher import MALLOC_SETTINGS
-
 from synthetic import image_dataset
 from workflow_helpers import copy_workflow, snakemake
+
+from fedavail.availability.traces import make_trace, save_trace
+from fedavail.data.prepared import save_prepared
+from fedavail.launcher import MALLOC_SETTINGS
+from fedavail.partitions.partition import make_partition, save_partition
 
 
 def test_a_process_without_the_settings_reexecutes_itself_with_them():

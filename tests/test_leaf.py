@@ -8,17 +8,16 @@ import json
 import numpy as np
 import pytest
 import torch
+from tiny_run import copy_workflow_files, planned_jobs, snakemake
 
 from fedavail.cli import main
 from fedavail.data import leaf
 from fedavail.data.download import DatasetError, fetch
-from fedavail.data.partition import make_partition
 from fedavail.data.prepare import prepare
 from fedavail.data.prepared import load_prepared, save_prepared, text_windows
 from fedavail.data.shakespeare import ALL_LETTERS
+from fedavail.partitions.partition import make_partition
 from fedavail.plan.config import shorten
-
-from tiny_run import copy_workflow_files, planned_jobs, snakemake
 
 SEQ = 80
 SPEECH = {"HAMLET_HAMLET": "To be, or not to be, that is the question: Whether 'tis nobler in the mind to suffer "

@@ -6,14 +6,13 @@ import json
 import pandas as pd
 import pytest
 import torch
+from synthetic import image_dataset
 
 from fedavail.availability.traces import make_trace, save_trace
-from fedavail.data.partition import make_partition, save_partition
-from fedavail.data.prepared import save_prepared
 from fedavail.cli import main
+from fedavail.data.prepared import save_prepared
+from fedavail.partitions.partition import make_partition, save_partition
 from fedavail.train import Execution, RunInputs, run_seeds
-
-from synthetic import image_dataset
 
 SEEDS = (0, 1, 2)
 TRAINING = {"model": "small_cnn", "rounds": 6, "eval_every": 2, "last_n": 1, "train_eval_samples": 100,

@@ -3,14 +3,9 @@ import re
 import numpy as np
 import pytest
 
-from fedavail.data.partition import (
-    load_partition,
-    make_partition,
-    partition_stats,
-    plot_partition,
-    save_partition,
-)
-from fedavail.plan.partitions import PARTITION_SCHEMES, resolve_partition
+from fedavail.partitions.partition import (load_partition, make_partition, partition_stats, plot_partition,
+                                           save_partition)
+from fedavail.partitions.schemes import PARTITION_SCHEMES, resolve_partition
 
 NUM_CLASSES = 10
 

@@ -8,16 +8,16 @@ from dataclasses import MISSING
 
 import pytest
 from snakemake.utils import validate
+from workflow_helpers import REPO
 
-from fedavail.plan.load import load_config_file, validate as validate_config
+from fedavail.options import default_of
 from fedavail.plan import schema
 from fedavail.plan.algorithms import known_algorithms
-from fedavail.plan.docs import (ALGORITHMS_DOCUMENT, DOCUMENT, END, OPTIONS_END, OPTIONS_START, SCHEMA, START,
-                                generate, generated_part, with_options_tables)
+from fedavail.plan.docs import (ALGORITHMS_DOCUMENT, DOCUMENT, END, OPTIONS_END, OPTIONS_START, SCHEMA, START, generate,
+                                generated_part, with_options_tables)
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, TrainingOptions
-from fedavail.plan.options import default_of
-
-from workflow_helpers import REPO
+from fedavail.plan.load import load_config_file
+from fedavail.plan.load import validate as validate_config
 
 OUT_OF_DATE = "is out of date: run python -m fedavail.plan.docs --write"
 

@@ -14,8 +14,9 @@ from fedavail.integrity import seal_summary
 from fedavail.plan import captions, reports
 from fedavail.plan.checks import parse_checked_reports
 from fedavail.plan.plan import build_plan
-from fedavail.report import build, compare, labels, render, tables
+from fedavail.report import build, compare
 from fedavail.report import frame as tidy
+from fedavail.report import labels, render, tables
 
 ROUNDS = 100
 
@@ -81,14 +82,14 @@ def constant(value):
 
 def _job(config, name, dirs):
     """(job spec, the report's view of its runs), the spec passed through JSON as the rule passes it."""
-    job = json.loads(fc.as_json(reports.report_job(config, name)))
+    job = json.loads(fc.as_json(build_plan(config).report_job(name)))
     return job, tidy.view(job, tidy.load(job, dirs))
 
 
 def _experiment_report(tmp_path, config, dirs):
     """The per-experiment files of experiment e, as rule report_experiment writes them."""
     outputs = {k: tmp_path / v for k, v in reports.experiment_outputs("e").items()}
-    build.make_report(json.loads(fc.as_json(reports.experiment_job(config, "e"))), dirs, outputs)
+    build.make_report(json.loads(fc.as_json(build_plan(config).experiment_job("e"))), dirs, outputs)
     return outputs
 
 
@@ -98,7 +99,7 @@ def _experiment_report(tmp_path, config, dirs):
 def _one_run(tmp_path, **run):
     """The tidy frame of one run of experiment e, algorithm avg (training.last_n 20, rounds ROUNDS)."""
     config = config_with({"e": ("svhn", "sine", 0.3, 0.1, ["avg"])}, ALGS, {}, seeds=[0])
-    job = reports.experiment_job(config, "e")
+    job = build_plan(config).experiment_job("e")
     return tidy.load(job, [write_run(tmp_path, "e", "avg", 0, **run)])
 
 
@@ -151,7 +152,7 @@ def table2(tmp_path):
                    "mnist_sine": ("mnist5k", "sine", 0.3, 0.1, list(values))}
     config = config_with(experiments, ALGS, {"t2": {"kind": "fedswe_table", "experiments": list(experiments),
                                                     "last_n": 20}})
-    job = reports.report_job(config, "t2")
+    job = build_plan(config).report_job("t2")
     return job, tidy.view(job, tidy.load(job, dirs))
 
 
@@ -292,7 +293,7 @@ def test_config_order_survives_the_sorted_json_spec(tmp_path):
     dirs = [write_run(tmp_path, e, a, s, constant(0.5), entry=algorithms[a]) for e, (*_, algs) in experiments.items()
             for a in algs for s in (0, 1)]
     config = config_with(experiments, algorithms, {"f": {"kind": "fast_table", "experiments": ["z_exp", "a_exp"]}})
-    job = json.loads(fc.as_json(reports.report_job(config, "f")))
+    job = json.loads(fc.as_json(build_plan(config).report_job("f")))
     assert list(job["experiments"]) == ["a_exp", "z_exp"]  # what the rule's JSON does to mappings
     table, _ = tables.fast_table(job, tidy.view(job, tidy.load(job, dirs)))
     assert table.columns == ["experiment", "FedAvg over active", "FedSWE (k = 100)", "FedAvg over all"]
@@ -445,13 +446,13 @@ def test_job_spec_is_only_its_slice():
                    "b": ("svhn", "sine", 0.3, 0.1, ["avg", "mifa"])}
     config = config_with(experiments, ALGS, {"r": {"kind": "fedswe_table", "experiments": ["a"],
                                                    "algorithms": ["swe"]}})
-    job = reports.report_job(config, "r")
+    job = build_plan(config).report_job("r")
     assert list(job["experiments"]) == ["a"] and job["experiments"]["a"]["algorithms"] == ["swe"]
     assert list(job["algorithms"]) == ["swe"]
     assert reports.run_dirs(job) == ["results/runs/a/swe/seed0", "results/runs/a/swe/seed1"]
     before = json.dumps(job, sort_keys=True)
     config["algorithms"]["mifa"]["lr"] = 0.5  # not in the report: its slice does not change
-    assert json.dumps(reports.report_job(config, "r"), sort_keys=True) == before
+    assert json.dumps(build_plan(config).report_job("r"), sort_keys=True) == before
     assert "svhn" in captions.caption(job) and "Seeds: 0, 1" in captions.caption(job)
 
 
@@ -494,7 +495,7 @@ def test_every_kind_writes_its_files(tmp_path, monkeypatch):
                           extra=extra, entry=config["algorithms"][algorithm])
     monkeypatch.chdir(tmp_path)
     for name, report in config["reports"].items():
-        job = json.loads(fc.as_json(reports.report_job(config, name)))  # as the rule passes it: keys sorted
+        job = json.loads(fc.as_json(build_plan(config).report_job(name)))  # as the rule passes it: keys sorted
         parsed = reports.parse_report(name, report, config)
         outputs = {k: tmp_path / v for k, v in reports.report_outputs(name, parsed).items()}
         build.make_report(job, reports.run_dirs(job), outputs)
@@ -525,10 +526,10 @@ def test_a_figure_job_imports_no_seaborn_and_no_scipy(tmp_path, kind):
     dirs = [write_run(tmp_path, "e", algorithm, seed, lambda t, s=seed: min(0.9, t / 80 + 0.02 * s))
             for algorithm in ("avg", "swe") for seed in config["seeds"]]
     if kind == "curves":
-        job = reports.report_job(config, "cur")
+        job = build_plan(config).report_job("cur")
         outputs = reports.report_outputs("cur", reports.parse_report("cur", config["reports"]["cur"], config))
     else:
-        job, outputs = reports.experiment_job(config, "e"), reports.experiment_outputs("e")
+        job, outputs = build_plan(config).experiment_job("e"), reports.experiment_outputs("e")
     argv = ["report", "--spec", fc.as_json(job), "--run-dirs", *map(str, dirs),
             "--out", *(f"{key}={tmp_path / path}" for key, path in outputs.items())]
     code = ("import json, sys; from fedavail.cli import main; main(json.loads(sys.argv[1])); "

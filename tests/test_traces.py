@@ -3,9 +3,9 @@ import re
 import numpy as np
 import pytest
 
+from fedavail.availability.models import TRACE_MODELS, resolve_trace
 from fedavail.availability.traces import load_trace, make_trace, plot_trace, save_trace
-from fedavail.data.partition import make_partition
-from fedavail.plan.traces import TRACE_MODELS, resolve_trace
+from fedavail.partitions.partition import make_partition
 
 M, T = 100, 2000
 Z_BOUND = 4.5  # |z| beyond this for any of ~100 checks has probability < 1e-3 under the model

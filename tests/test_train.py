@@ -12,15 +12,14 @@ import time
 import pandas as pd
 import pytest
 import torch
+from synthetic import image_dataset, training_inputs
 
-from fedavail.availability.traces import make_trace, save_trace
-from fedavail.data.partition import make_partition, save_partition
 import fedavail.checkpoint as checkpoint_mod
 from fedavail import divergence, integrity, stopping
+from fedavail.availability.traces import make_trace, save_trace
 from fedavail.engine.local import ClientTrainer
+from fedavail.partitions.partition import make_partition, save_partition
 from fedavail.train import Execution, run
-
-from synthetic import image_dataset, training_inputs
 
 SPEC = {
     "experiment": "unit", "algorithm_id": "fedavg_active", "seed": 0,

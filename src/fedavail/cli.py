@@ -50,9 +50,9 @@ def cmd_download(args) -> None:
 
 
 def cmd_partition(args) -> None:
-    from fedavail.data.partition import make_partition, partition_stats, plot_partition, save_partition
     from fedavail.data.prepared_labels import load_train_labels
     from fedavail.io import atomic_path
+    from fedavail.partitions.partition import make_partition, partition_stats, plot_partition, save_partition
 
     labels = load_train_labels(args.prepared)
     spec = {k: v for k, v in args.spec.items() if k != "dataset"}
@@ -65,7 +65,7 @@ def cmd_partition(args) -> None:
 
 def cmd_trace(args) -> None:
     from fedavail.availability.traces import make_trace, plot_trace, save_trace
-    from fedavail.data.partition import load_partition
+    from fedavail.partitions.partition import load_partition
 
     partition = load_partition(args.partition) if args.partition else None
     spec = {k: v for k, v in args.spec.items() if k not in ("num_clients", "rounds", "partition")}

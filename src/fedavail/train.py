@@ -22,10 +22,9 @@ import torch
 
 from fedavail import __version__, integrity, stopping
 from fedavail.algorithms import build_algorithm
-from fedavail.algorithms.base import RoundContext, State, local_work, state_bytes
+from fedavail.algorithms.base import Algorithm, RoundContext, State, local_work, state_bytes
 from fedavail.availability.traces import load_trace
 from fedavail.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, set_aside
-from fedavail.data.partition import load_partition
 from fedavail.data.prepared import load_prepared
 from fedavail.divergence import divergence
 from fedavail.engine.backend import picks_vmap
@@ -36,9 +35,10 @@ from fedavail.engine.params import FlatModel
 from fedavail.integrity import DIGEST, file_sha256, json_digest, seal_summary
 from fedavail.io import atomic_path, remove_temporaries, write_json, write_text
 from fedavail.models import build_model
+from fedavail.partitions.partition import load_partition
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, TrainingOptions
 from fedavail.plan.local import resolve_local
-from fedavail.plan.sources import run_algorithms, training_code_sha256
+from fedavail.plan.sources import executed_algorithms, training_code_sha256
 from fedavail.rng import numpy_generator, torch_generator
 
 log = logging.getLogger("fedavail.train")
@@ -141,7 +141,11 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
     started = time.perf_counter()
     _check_same_settings([s.spec for s in seeds])
     stopping.install()
-    code_sha256 = training_code_sha256(run_algorithms(seeds[0].spec["algorithm"]))
+    # The algorithm is built once, its hyperparameters checked and completed once: it is its own resolved options
+    # (each algorithm class extends its options class), so the code hash reads what it executes from it.
+    entry = seeds[0].spec["algorithm"]
+    algorithm = build_algorithm(entry["algorithm"], {k: v for k, v in entry.items() if k not in ("algorithm", "lr")})
+    code_sha256 = training_code_sha256(executed_algorithms(entry["algorithm"], algorithm))
     device = check_device(execution.device)
     prepared_sha256 = file_sha256(prepared_path)
     for seed in seeds:
@@ -156,7 +160,8 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
         log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
-    shared = _Shared(Path(prepared_path), seeds[0].spec, execution, device, threads, dtype, started, code_sha256)
+    shared = _Shared(Path(prepared_path), seeds[0].spec, algorithm, execution, device, threads, dtype, started,
+                     code_sha256)
     runs = [SeedRun(shared, s, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "") for s in seeds]
     _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
     for j, seed_run in zip(pending, runs):
@@ -243,11 +248,13 @@ def _name(spec: dict) -> str:
 
 class _Shared:
     """What all seeds of one process share: the device, the prepared dataset on it, one model (its parameters are
-    only a workspace; every seed's weights are vectors), the back end and the run's settings."""
+    only a workspace; every seed's weights are vectors), the algorithm (stateless: each seed's state is its own
+    tensors), the back end and the run's settings."""
 
-    def __init__(self, prepared: Path, spec: dict, execution: Execution, device: torch.device, threads: int,
-                 dtype: torch.dtype, started: float, code_sha256: str):
+    def __init__(self, prepared: Path, spec: dict, algorithm: Algorithm, execution: Execution, device: torch.device,
+                 threads: int, dtype: torch.dtype, started: float, code_sha256: str):
         self.device, self.threads, self.dtype, self.execution, self.started = device, threads, dtype, execution, started
+        self.algorithm = algorithm
         self.code_sha256 = code_sha256  # training_code_sha256 of the run's algorithms, computed once per process
         self.training = training = spec["training"]
         self.dataset = {k: v.to(device) if torch.is_tensor(v) else v for k, v in load_prepared(prepared).items()}
@@ -270,9 +277,7 @@ class SeedRun:
         self.shared, self.spec, self.paths, self.inputs = shared, spec, seed_inputs.paths, seed_inputs.inputs
         self.fingerprint, self.label = seed_inputs.fingerprint, label
         seed = int(spec["seed"])
-        # A hand-written spec's lr is in shared.local.
-        hyperparameters = {k: v for k, v in spec["algorithm"].items() if k not in ("algorithm", "lr")}
-        self.algorithm = build_algorithm(spec["algorithm"]["algorithm"], hyperparameters)
+        self.algorithm = shared.algorithm  # a hand-written spec's lr is in shared.local
         partition = load_partition(seed_inputs.partition)
         self.trace = trace = load_trace(seed_inputs.trace)
         rounds = int(training["rounds"])

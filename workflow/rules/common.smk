@@ -123,10 +123,10 @@ def final_outputs():
 def report_job(wildcards):
     """The job spec of a report rule: a `reports:` entry, an experiment's own report, or every run."""
     if "report" in wildcards.keys():
-        return rp.report_job(config, wildcards.report, PLAN.reports[wildcards.report])
+        return PLAN.report_job(wildcards.report)
     if "experiment" in wildcards.keys():
-        return rp.experiment_job(config, wildcards.experiment)
-    return rp.runs_job(config)
+        return PLAN.experiment_job(wildcards.experiment)
+    return PLAN.runs_job()
 
 
 def report_run_dirs(wildcards):

@@ -1,1 +1,2 @@
-"""Client availability traces: drawn from the models of fedavail.plan.traces, stored and plotted (traces.py)."""
+"""Client availability: the trace models, their settings and what each draws (models.py); drawing, storing and plotting
+a trace (traces.py)."""

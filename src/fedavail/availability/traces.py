@@ -1,5 +1,5 @@
 """Availability traces: for every round and client, whether the client is available, stored once per seed; all
-algorithms of a seed read the same trace. The models, their settings and what each draws: fedavail.plan.traces.
+algorithms of a seed read the same trace. The models, their settings and what each draws: fedavail.availability.models.
 Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots; so traces of one seed
 share their snapshots, and FedSWE dynamics of one seed share their p_i."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fedavail.data.partition import Partition
+from fedavail.availability.models import check_trace_for, full_trace_spec, resolve_trace, uniform_cohorts
 from fedavail.io import atomic_path, reading, write_npz
-from fedavail.plan.traces import check_trace_for, full_trace_spec, resolve_trace, uniform_cohorts
+from fedavail.partitions.partition import Partition
 from fedavail.rng import numpy_generator
 
 STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2

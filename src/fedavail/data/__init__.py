@@ -1,1 +1,2 @@
-"""Datasets: download, verification, preparation into compact tensors, and client partitions."""
+"""Datasets: download, verification and preparation into compact tensors (their client partitions:
+fedavail.partitions)."""

@@ -4,16 +4,16 @@ error names the key path (`partitions.p.alpha: ...`)."""
 import math
 import re
 
+from fedavail.availability.models import TRACE_MODELS, check_trace_for, resolve_trace
+from fedavail.options import REQUIRED, key_table
+from fedavail.partitions.schemes import SCHEMES_DRAWING_NU
 from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.config import (DATASETS, MAX_MESSAGE_LENGTH, ConfigError, cut, local_spec, partition_spec,
-                                  shorten, trace_spec, without)
+from fedavail.plan.config import (DATASETS, MAX_MESSAGE_LENGTH, ConfigError, cut, local_spec, partition_spec, shorten,
+                                  trace_spec, without)
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
-from fedavail.plan.options import REQUIRED, key_table
-from fedavail.plan.partitions import SCHEMES_DRAWING_NU
 from fedavail.plan.reports import Report, parse_reports
-from fedavail.plan.traces import TRACE_MODELS, check_trace_for, resolve_trace
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...), file names and part of shell commands: letters,
 # digits and . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter), and

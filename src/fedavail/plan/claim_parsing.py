@@ -1,7 +1,7 @@
 """The `claims` report kind's claims parsed: each paper claim a declarative check over cells
 "<experiment>/<algorithm>" of the runs (docs/configuration.md, "Reports"; evaluated by fedavail.report.claims)."""
 
-from fedavail.plan.options import REQUIRED, check_keys
+from fedavail.options import REQUIRED, check_keys
 
 CLAIM_KEYS = {"claim": REQUIRED, "source": REQUIRED, "check": REQUIRED, "paper": None}
 PAPER_KEYS = {"dataset": REQUIRED, "dynamics": REQUIRED, "alpha": None, "gamma": None}

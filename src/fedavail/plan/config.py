@@ -5,10 +5,10 @@ ConfigError, the error every config check raises (fedavail.plan.checks)."""
 import json
 from dataclasses import asdict, dataclass
 
+from fedavail.availability.models import full_trace_spec
+from fedavail.partitions.schemes import resolve_partition
 from fedavail.plan.local import resolve_local
-from fedavail.plan.partitions import resolve_partition
 from fedavail.plan.paths import RUN_DIR, path
-from fedavail.plan.traces import full_trace_spec
 
 BUNDLED_DATASETS = ("mnist5k", "digits", "shakespeare")
 PAPER_DATASETS = ("fashion_mnist", "cifar10", "svhn", "cinic10", "shakespeare_leaf", "shakespeare_leaf_json")

@@ -4,13 +4,11 @@ optimisation (`training.local`) is fedavail.plan.local."""
 import re
 from dataclasses import dataclass
 
+from fedavail.availability.models import MAX_ROUNDS
+from fedavail.options import check_fields, is_number, option
 from fedavail.plan.models import MODEL_NAMES
-from fedavail.plan.options import check_fields, is_number, option
 
 DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
-# Rounds of a run or a trace: 5 times the longest paper run (20,000), days of training at seconds a round. A run
-# keeps a metrics row per round in memory and in its checkpoints, a trace several arrays of rounds x clients.
-MAX_ROUNDS = 100_000
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,7 @@ it already took."""
 import math
 from dataclasses import asdict, dataclass, fields
 
-from fedavail.plan.options import option
+from fedavail.options import option
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 SCHEDULES = ("constant", "sqrt_decay", "multistep")

@@ -4,16 +4,16 @@ the command line, and the stages run what the spec says (the trainer, each run's
 read)."""
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 
+from fedavail.availability.models import TRACE_MODELS
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
 from fedavail.plan.config import Run, as_json, experiment_seeds
 from fedavail.plan.experiments import ExecutionOptions
 from fedavail.plan.reports import Report
 from fedavail.plan.sources import executed_algorithms, training_code_sha256
-from fedavail.plan.traces import TRACE_MODELS
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,8 @@ class TrainingBatch:
 @dataclass(frozen=True)
 class Plan:
     """Everything the jobs of a config depend on. `config` is the checked config (grids expanded, the schema's
-    defaults filled in): the report jobs' specs quote its entries as written."""
+    defaults filled in): the report jobs' specs quote its partition, training and algorithm entries as written, and
+    each trace as resolved in `traces`."""
 
     config: dict
     execution: ExecutionOptions
@@ -95,6 +96,35 @@ class Plan:
             names.add(name)
             batches.append(TrainingBatch(name, self.dataset(runs[0].experiment), runs, specs))
         return tuple(batches)
+
+    def report_job(self, name: str) -> dict:
+        """Report `name`'s job spec."""
+        report = self.reports[name]
+        return self._report_job(name, asdict(report), {e: report.selected(self.config, e) for e in report.experiments})
+
+    def experiment_job(self, experiment: str) -> dict:
+        """The job spec of the experiment's own table and accuracy figure."""
+        report = {"kind": "experiment", "title": experiment, "experiments": [experiment],
+                  "last_n": self.experiments[experiment].training["last_n"]}
+        return self._report_job(experiment, report, {experiment: list(self.experiments[experiment].algorithms)})
+
+    def runs_job(self) -> dict:
+        """The job spec of every run's frame (results/runs.parquet)."""
+        report = {"kind": "runs", "title": "runs", "experiments": list(self.experiments)}
+        return self._report_job("runs", report, {e: list(x.algorithms) for e, x in self.experiments.items()})
+
+    def _report_job(self, name: str, report: dict, selected: dict[str, list[str]]) -> dict:
+        """What a report job depends on: its settings and, per experiment, its partition, its trace as resolved here
+        (every default in: the report reads it as it is), its training and the algorithms it shows (lists keep the
+        config's order through the rule's sorted JSON)."""
+        config = self.config
+        experiments = {e: {"partition": config["partitions"][self.experiments[e].partition],
+                           "trace": self.traces[self.experiments[e].trace], "training": self.experiments[e].training,
+                           "algorithms": algorithms, "seeds": list(self.experiments[e].seeds)}
+                       for e, algorithms in selected.items()}
+        used = {a for info in experiments.values() for a in info["algorithms"]}
+        return {"name": name, "report": report, "experiments": experiments,
+                "algorithms": {a: config["algorithms"][a] for a in used}}
 
     def run_spec(self, experiment: str, algorithm: str, seed: int) -> dict:
         """Exactly what one training run depends on: its experiment's training settings with the local optimisation

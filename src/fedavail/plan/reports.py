@@ -6,11 +6,11 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
+from fedavail.availability.models import TRACE_MODELS
+from fedavail.options import Registry, has_type, type_name
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
-from fedavail.plan.config import experiment_seeds, stated_trace
-from fedavail.plan.options import Registry, has_type, type_name
+from fedavail.plan.config import stated_trace
 from fedavail.plan.paths import EXPERIMENT_DIR, REPORT_DIR, RUN_DIR, path
-from fedavail.plan.traces import TRACE_MODELS
 
 # What an experiment is, in the words the tables, figures and published values use (fedavail.report.frame columns).
 ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds", "trace_model", "dynamics", "gamma",
@@ -400,38 +400,6 @@ def report_outputs(name: str, report: Report) -> dict[str, str]:
     if report.SHAPE == "paper_table":
         paths.update(paper_md=f"{folder}/paper.md", paper_tex=f"{folder}/paper.tex", paper_csv=f"{folder}/paper.csv")
     return paths
-
-
-def _job(config: dict, name: str, report: dict, selected: dict[str, list[str]]) -> dict:
-    """What a report job depends on: its settings and, per experiment, its partition, trace, training and the
-    algorithms it shows (lists keep the config's order through the rule's sorted JSON)."""
-    exps = config["experiments"]
-    experiments = {e: {"partition": config["partitions"][exps[e]["partition"]],
-                       "trace": stated_trace(config, exps[e]["trace"]), "training": exps[e]["training"],
-                       "algorithms": algorithms, "seeds": list(experiment_seeds(config, e))}
-                   for e, algorithms in selected.items()}
-    used = {a for info in experiments.values() for a in info["algorithms"]}
-    return {"name": name, "report": report, "experiments": experiments,
-            "algorithms": {a: config["algorithms"][a] for a in used}}
-
-
-def report_job(config: dict, name: str, report: Report | None = None) -> dict:
-    """Report `name`'s job spec; `report` is its parsed spec when the caller has it already."""
-    report = report or parse_report(name, config["reports"][name], config)
-    return _job(config, name, asdict(report), {e: report.selected(config, e) for e in report.experiments})
-
-
-def experiment_job(config: dict, experiment: str) -> dict:
-    """The per-experiment table and accuracy figure."""
-    report = {"kind": "experiment", "title": experiment, "experiments": [experiment],
-              "last_n": config["experiments"][experiment]["training"]["last_n"]}
-    return _job(config, experiment, report, {experiment: list(config["experiments"][experiment]["algorithms"])})
-
-
-def runs_job(config: dict) -> dict:
-    """Every run of the config (results/runs.parquet)."""
-    report = {"kind": "runs", "title": "runs", "experiments": list(config["experiments"])}
-    return _job(config, "runs", report, {e: list(x["algorithms"]) for e, x in config["experiments"].items()})
 
 
 def run_dirs(job: dict) -> list[str]:

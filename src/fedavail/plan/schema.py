@@ -11,14 +11,14 @@ from dataclasses import MISSING, fields
 
 import yaml
 
+from fedavail.availability.models import TRACE_MODELS
+from fedavail.options import default_of
+from fedavail.partitions.schemes import PARTITION_SCHEMES
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.config import DATASETS
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
-from fedavail.plan.options import default_of
-from fedavail.plan.partitions import PARTITION_SCHEMES
 from fedavail.plan.reports import KINDS, Report
-from fedavail.plan.traces import TRACE_MODELS
 
 HEADER = ("# Generated from the plan layer (fedavail.plan.schema) by `python -m fedavail.plan.docs --write`: do not\n"
           "# edit. tests/test_plan_docs.py fails when it is out of date.\n")

@@ -8,7 +8,6 @@ import functools
 import hashlib
 from pathlib import Path
 
-from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.algorithms.base import AlgorithmOptions
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -55,13 +54,6 @@ def imported_by(*roots: str) -> set[str]:
 def executed_algorithms(name: str, options: AlgorithmOptions) -> tuple[str, ...]:
     """The registered algorithms a run of algorithm `name` with these options executes, sorted."""
     return tuple(sorted({name, *options.composed_algorithms()}))
-
-
-def run_algorithms(algorithm_spec: dict) -> tuple[str, ...]:
-    """executed_algorithms of a run spec's `algorithm` block (the training job reads its own spec)."""
-    name = algorithm_spec["algorithm"]
-    return executed_algorithms(name, resolve_algorithm(name, {k: v for k, v in algorithm_spec.items()
-                                                              if k not in ("algorithm", "lr")}))
 
 
 def training_sources(algorithms: tuple[str, ...]) -> list[Path]:

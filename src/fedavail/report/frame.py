@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from fedavail.plan.reports import attributes
-from fedavail.plan.traces import full_trace_spec
 from fedavail.report import labels
 
 RUN = ["experiment", "algorithm", "seed"]
@@ -42,7 +41,7 @@ def algorithm_settings(spec: dict) -> dict:
 def load(job: dict, run_dirs) -> pd.DataFrame:
     """The tidy frame of these runs of the job: every metric, algorithm_name, `algorithm.<hyperparameter>` (defaults
     filled in), `training.local.<key>`, the experiment's ATTRIBUTES and last_n, seed and the run's SUMMARY."""
-    experiments = {name: {**attributes(name, info["partition"], full_trace_spec(info["trace"]), info["training"]),
+    experiments = {name: {**attributes(name, info["partition"], info["trace"], info["training"]),
                           "last_n": info["training"]["last_n"]} for name, info in job["experiments"].items()}
     frames = []
     for run_dir in run_dirs:

@@ -8,8 +8,8 @@ import importlib
 import pkgutil
 import typing
 
+from fedavail.options import has_type, type_name
 from fedavail.plan.algorithms.base import REGISTERED, AlgorithmOptions
-from fedavail.plan.options import has_type, type_name
 
 
 @functools.cache

@@ -4,7 +4,7 @@ algorithm class (fedavail.algorithms.<name>) inherits those, so a config is chec
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
-from fedavail.plan.options import check_fields, option
+from fedavail.options import check_fields, option
 
 REGISTERED: dict[str, type] = {}  # algorithm name -> its options class, added when its options module is imported
 

@@ -1,5 +1,5 @@
 """Partition schemes, torch-free: one frozen dataclass per scheme with its settings (each default written here only),
-their checks and how it splits the samples (`split`; fedavail.data.partition makes, stores and plots the partitions).
+their checks and how it splits the samples (`split`; fedavail.partitions.partition makes, stores and plots the partitions).
 A config's partition entry is `dataset` plus `scheme` plus the scheme's settings.
 
 Class-pool exhaustion (client_dirichlet with equal sizes, balanced_dirichlet) is resolved in passes: each client asks
@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from fedavail.plan.options import Registry, check_fields, check_int, is_number, option, resolve_variant
+from fedavail.options import Registry, check_fields, check_int, is_number, option, resolve_variant
 
 WHAT = "partition spec key"
 ALLOCATIONS = ("equal", "class_proportional")

@@ -1,5 +1,5 @@
 """Client partitions of a training set, stored as CSR: client i holds indices[offsets[i]:offsets[i+1]], sorted
-ascending. Every scheme (fedavail.plan.partitions) assigns each train sample at most once, the Dirichlet schemes
+ascending. Every scheme (fedavail.partitions.schemes) assigns each train sample at most once, the Dirichlet schemes
 exactly once; FedSWE's availability p_i = <ν_i, φ> reads the class mix ν_i of the schemes that draw one."""
 
 import json
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fedavail.io import atomic_path, reading, write_npz
-from fedavail.plan.partitions import resolve_partition
+from fedavail.partitions.schemes import resolve_partition
 from fedavail.rng import numpy_generator
 
 if TYPE_CHECKING:

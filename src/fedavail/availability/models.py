@@ -9,11 +9,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from fedavail.plan.experiments import MAX_ROUNDS
-from fedavail.plan.options import (Registry, check_fields, check_int, check_probabilities, is_number, option,
-                                   resolve_variant)
+from fedavail.options import Registry, check_fields, check_int, check_probabilities, is_number, option, resolve_variant
 
 WHAT = "trace spec key"
+# Rounds of a trace, and so of a run (training.rounds shares the cap): 5 times the longest paper run (20,000), days of
+# training at seconds a round. A run keeps a metrics row per round in memory and in its checkpoints, a trace several
+# arrays of rounds x clients.
+MAX_ROUNDS = 100_000
 BERNOULLI_DYNAMICS = ("stationary", "staircase", "sine")
 # FAST's skewed index distributions (RogerRogerUSC/FAST `shared/client_sampling.py`): a client index is ⌊m·Z⌋.
 SKEWED_DISTRIBUTIONS = {

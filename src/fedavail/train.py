@@ -23,7 +23,7 @@ import torch
 from fedavail import __version__, integrity, stopping
 from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import Algorithm, RoundContext, State, local_work, state_bytes
-from fedavail.availability.traces import load_trace
+from fedavail.availability.traces import Trace, completion_seconds, load_trace
 from fedavail.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, set_aside
 from fedavail.data.prepared import load_prepared
 from fedavail.divergence import divergence
@@ -37,7 +37,7 @@ from fedavail.io import atomic_path, remove_temporaries, write_json, write_text
 from fedavail.models import build_model
 from fedavail.partitions.partition import load_partition
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, TrainingOptions
-from fedavail.plan.local import resolve_local
+from fedavail.plan.local import LocalOptions, resolve_local
 from fedavail.plan.sources import executed_algorithms, training_code_sha256
 from fedavail.rng import numpy_generator, torch_generator
 
@@ -287,6 +287,7 @@ class SeedRun:
             raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[1]} clients, "
                              f"partition {seed_inputs.partition} has {partition.num_clients}")
 
+        self.completion, self.on_time = _clock(trace, partition.sizes, shared.local, shared.model.dim)
         augmentation = AugmentationOptions(**training.get("augmentation", {}))
         data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
         self.trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
@@ -315,8 +316,11 @@ class SeedRun:
         self.progress = _progress(self.next_round, rounds, label)
 
     def context(self, t: int) -> RoundContext:
-        available, prob, snapshot = (None if table is None else torch.from_numpy(table[t]).to(self.trainer.data.device)
-                                     for table in (self.trace.available, self.trace.prob, self.trace.snapshot))
+        """Round t's context; the clock's deadline leaves out the available clients that would finish late."""
+        available = self.trace.available[t] if self.on_time is None else self.trace.available[t] & self.on_time
+        prob, snapshot = (None if table is None else table[t] for table in (self.trace.prob, self.trace.snapshot))
+        available, prob, snapshot = (None if row is None else torch.from_numpy(row).to(self.trainer.data.device)
+                                     for row in (available, prob, snapshot))
         return RoundContext(t, available, prob, snapshot, lr=self.trainer.options.lr_at(t),
                             generator=torch_generator(self.trainer.seed, "algorithm", t))
 
@@ -327,6 +331,11 @@ class SeedRun:
         row = {"round": t, "participants": len(clients), "lr": ctx.lr,
                "local_loss": result.loss.mean().item() if len(clients) else math.nan,
                "local_acc": result.accuracy.mean().item() if len(clients) else math.nan}
+        if self.completion is not None:  # the round lasts as long as its slowest participant needs
+            ran = self.completion[clients.cpu().numpy()]
+            row["virtual_s"] = (self.rows[-1]["virtual_s"] if self.rows else 0.0) + (ran.max() if len(ran) else 0.0)
+            if self.on_time is not None:
+                row["late"] = int((self.trace.available[t] & ~self.on_time).sum())
         row.update(self.algorithm.round_metrics(self.state))
         models = self.algorithm.eval_models(self.state)
         self.divergence = divergence(models, row["local_loss"], len(clients), int(self.shared.dataset["num_classes"]))
@@ -441,6 +450,23 @@ def _train_round(active: list[SeedRun], t: int) -> None:
         run.state, run.next_round = run.algorithm.aggregate(run.state, work.clients, result, ctx), t + 1
         if run.record(t, ctx, work.clients, result, started):
             run.finish()
+
+
+def _clock(trace: Trace, sizes: np.ndarray, local: LocalOptions, parameters: int) -> tuple:
+    """(float64 [m] each client's device seconds per round, bool [m] who finishes by the deadline or None): both None
+    when the trace has no clock. A client's samples per round: steps × B, or E passes over its data (at most
+    max_steps × B)."""
+    if trace.capacity is None:
+        return None, None
+    if local.steps is not None:
+        samples = np.full(len(sizes), local.steps * local.batch_size, dtype=np.float64)
+    else:
+        samples = local.epochs * sizes.astype(np.float64)
+        if local.max_steps is not None:
+            samples = np.minimum(samples, local.max_steps * local.batch_size)
+    completion = completion_seconds(trace.capacity, samples, parameters)
+    deadline = trace.params["clock"]["deadline_s"]
+    return completion, None if deadline is None else completion <= deadline
 
 
 def _stop(runs: list[SeedRun], why: str, save: bool = True) -> None:

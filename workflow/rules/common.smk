@@ -5,6 +5,7 @@ import math
 import os
 import shlex
 import sys
+from pathlib import Path
 
 import fedavail.data.raw_digests as rd
 import fedavail.integrity as fi
@@ -155,6 +156,12 @@ def report_out(wildcards, output):
 def trace_inputs(wildcards):
     partition = PLAN.trace_partition(wildcards.trace)
     return {} if partition is None else {"partition": partition_file(partition, wildcards.seed)}
+
+
+def trace_records_sha256(wildcards):
+    """The device records a trace reads, by content, as raw files are (a param, not an input: a replaced record reruns
+    the trace and what reads it, a touched or copied one nothing); the config check found them in place."""
+    return ",".join(rd.cached_sha256([Path(p) for p in PLAN.trace_records(wildcards.trace)], RAW_DIGEST_CACHE))
 
 
 def trace_partition_option(wildcards, input):

@@ -21,6 +21,7 @@ rule trace:
     params:
         spec=lambda w: fc.as_json(PLAN.traces[w.trace]),
         partition=trace_partition_option,
+        records_sha256=trace_records_sha256,
     shell:
         "fedavail trace {params.partition} --seed {wildcards.seed:q} --spec {params.spec:q} "
         "--out {output.npz:q} --figure {output.figure:q} > {log:q} 2>&1"

@@ -9,7 +9,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from fedavail.options import Registry, check_fields, check_int, check_probabilities, is_number, option, resolve_variant
+from fedavail.options import (Registry, check_fields, check_int, check_keys, check_probabilities, is_number, key_table,
+                              option, resolve_variant)
 
 WHAT = "trace spec key"
 # Rounds of a trace, and so of a run (training.rounds shares the cap): 5 times the longest paper run (20,000), days of
@@ -47,6 +48,47 @@ def check_someone_available(value, key: str, what: str, per: str = "client") -> 
                          f"probability above 0")
 
 
+def check_positive(value, key: str, what: str) -> None:
+    if not is_number(value) or value <= 0:
+        raise ValueError(f"{what} {key!r} must be a number > 0, got {value!r}")
+
+
+def check_share(value, key: str, what: str) -> None:
+    if not is_number(value) or not 0 < value <= 1:
+        raise ValueError(f"{what} {key!r} must be in (0, 1], got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClockOptions:
+    """A trace's virtual clock: each client's device capacity, from a record or a stated log-normal law, and an optional
+    round deadline. A round lasts as long as its slowest participant needs: 3 × samples × computation_ms / 1000 (a
+    backward pass costs about twice the forward one, as in FedScale, arXiv 2105.11367) + 2 × model kbit /
+    communication_kbps (the model down and the update up)."""
+
+    capacity: str | None = option(None, "a device-capacity record: FedScale's client_device_capacity pickle, or a "
+                                  "CSV or Parquet table of client, computation_ms, communication_kbps (by suffix); its "
+                                  "clients are drawn for the partition's, with repetition; null: the law below")
+    computation_ms: float = option(100.0, "no record: the median milliseconds per training sample (forward pass)",
+                                   check=check_positive)
+    communication_kbps: float = option(5000.0, "no record: the median bandwidth, kbit/s", check=check_positive)
+    sigma: float = option(0.0, "no record: σ of the log-normal spread of both across clients (0: all the same)")
+    deadline_s: float | None = option(None, "a round's deadline, seconds: a client that would need longer is left out "
+                                      "of the round (counted in the metrics' `late`); null: none",
+                                      check=check_positive)
+
+    def __post_init__(self):
+        check_fields(self, f"{WHAT} 'clock'")
+        if not is_number(self.sigma) or self.sigma < 0:
+            raise ValueError(f"{WHAT} 'clock' 'sigma' must be a number >= 0, got {self.sigma!r}")
+
+
+def resolve_clock(clock: dict) -> ClockOptions:
+    if not isinstance(clock, dict):
+        raise ValueError(f"{WHAT} 'clock' must be a mapping of clock settings or null, got {clock!r}")
+    check_keys(clock, key_table(ClockOptions), f"{WHAT} 'clock'", "the clock")
+    return ClockOptions(**clock)
+
+
 @dataclass(frozen=True, kw_only=True)
 class TraceModel:
     """Settings of every model; num_clients, rounds and partition are the workflow's (a trace file has exactly the
@@ -64,9 +106,14 @@ class TraceModel:
                                 f"most {MAX_ROUNDS:,})", check=check_int)
     partition: str | None = option(None, "a partition under `partitions`: its clients (and, for the fedswe model, "
                                    "their class mixes ν_i)")
+    clock: dict[str, str | float | None] | None = option(
+        None, "a virtual clock (its keys: \"Virtual clock\" below): every run under the trace records each round's "
+        "device time; null: none")
 
     def __post_init__(self):
         check_fields(self, WHAT)
+        if self.clock is not None:  # stored with its defaults filled in, like every other setting
+            object.__setattr__(self, "clock", asdict(resolve_clock(self.clock)))
         if self.rounds is not None and self.rounds > MAX_ROUNDS:
             raise ValueError(f"{WHAT} 'rounds': {self.rounds:,} rounds, more than MAX_ROUNDS = {MAX_ROUNDS:,}; "
                              f"lower it")
@@ -88,6 +135,10 @@ class TraceModel:
     def records_prob(self) -> bool:
         """Whether its traces store p_i^t."""
         return True
+
+    def record_files(self) -> list[str]:
+        """The device records the trace reads (inputs of its jobs, by content)."""
+        return [] if self.clock is None or self.clock["capacity"] is None else [self.clock["capacity"]]
 
     def draw(self, part, num_clients: int, rounds: int, client_rng: np.random.Generator,
              round_rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None, dict]:
@@ -259,6 +310,50 @@ class CyclicTrace(TraceModel):
         windows = active_group[:, None] == (np.arange(num_clients) * self.groups // num_clients)[None, :]
         prob = windows * per_client(self.p, "p", num_clients)[None, :]
         return round_rng.random(prob.shape) < prob, prob, {}
+
+
+@TRACE_MODELS.add("recorded")
+@dataclass(frozen=True, kw_only=True)
+class RecordedTrace(TraceModel):
+    """A record of real devices' online sessions, mapped onto the partition's clients and onto rounds of fixed length:
+    client i is available in round t when its record client is online for at least `min_online_share` of
+    [start_s + t·round_seconds, start_s + (t + 1)·round_seconds). p_i^t: the client's share of available rounds."""
+
+    DYNAMICS_SETTING = None
+
+    availability: str = option(doc="the record: FedScale's client_behave_trace pickle, or a CSV or Parquet table of "
+                               "online intervals client, start_s, end_s (by suffix); FedScale's record repeats with "
+                               "each client's finish_time, a table's does not")
+    round_seconds: float = option(doc="the wall-clock length of a round, seconds", check=check_positive)
+    start_s: float = option(0.0, "the record's time at round 0's start, seconds")
+    min_online_share: float = option(1.0, "the share of a round a client must be online to be available (1: all of "
+                                     "it)", check=check_share)
+    repeat_clients: bool = option(False, "a record with fewer clients than the partition: false refuses it; true lets "
+                                  "each record client play ⌊m/c⌋ or ⌈m/c⌉ clients (independent draws)")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not is_number(self.start_s) or self.start_s < 0:
+            raise ValueError(f"{WHAT} 'start_s' must be a number >= 0, got {self.start_s!r}")
+        if not isinstance(self.repeat_clients, bool):
+            raise ValueError(f"{WHAT} 'repeat_clients' must be true or false, got {self.repeat_clients!r}")
+
+    def record_files(self) -> list[str]:
+        return [self.availability, *super().record_files()]
+
+    def draw(self, part, num_clients, rounds, client_rng, round_rng):
+        """Record client chosen[i] plays client i: a uniform draw without repetition (client_rng); no per-round draw."""
+        from fedavail.availability import records
+
+        record = records.read_online_record(self.availability)
+        try:
+            chosen = records.draw_clients(len(record.clients), num_clients, client_rng, self.repeat_clients)
+        except ValueError as error:
+            raise ValueError(f"{WHAT} 'availability': {self.availability}: {error}") from None
+        starts, ends = records.round_windows(rounds, self.round_seconds, self.start_s)
+        available = records.available_in_windows(record, chosen, starts, ends, self.min_online_share)
+        prob = np.broadcast_to(available.mean(axis=0), available.shape)
+        return available, prob, {"record_clients": [record.clients[c] for c in chosen]}
 
 
 def resolve_trace(spec: dict) -> TraceModel:

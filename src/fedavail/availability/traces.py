@@ -1,7 +1,8 @@
 """Availability traces: for every round and client, whether the client is available, stored once per seed; all
 algorithms of a seed read the same trace. The models, their settings and what each draws: fedavail.availability.models.
-Random streams (seed, "trace", k): k = 0 per-client draws (φ), 1 per-round draws, 2 snapshots; so traces of one seed
-share their snapshots, and FedSWE dynamics of one seed share their p_i."""
+Random streams (seed, "trace", k): k = 0 per-client draws (φ, a record's clients), 1 per-round draws, 2 snapshots, 3 the
+clock's capacities; so traces of one seed share their snapshots, and FedSWE dynamics of one seed share their p_i. A
+trace with a clock also stores each client's device capacity (docs/recorded-availability.md)."""
 
 import functools
 import json
@@ -17,7 +18,9 @@ from fedavail.io import atomic_path, reading, write_npz
 from fedavail.partitions.partition import Partition
 from fedavail.rng import numpy_generator
 
-STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT = 0, 1, 2
+STREAM_CLIENTS, STREAM_ROUNDS, STREAM_SNAPSHOT, STREAM_CLOCK = 0, 1, 2, 3
+# Params too long for a figure's title: per-class and per-client lists, the partition's own params
+UNTITLED_PARAMS = ("partition_params", "phi", "phi_max", "seed", "record_clients", "capacity_clients")
 
 
 @dataclass
@@ -26,6 +29,8 @@ class Trace:
     prob: np.ndarray | None  # float32 [T, m] p_i^t where the model defines it; markov: the marginal p_on/(p_on + p_off)
     snapshot: np.ndarray | None  # int64 [T, n] pre-drawn uniform cohorts: FAST's snapshot rounds, the same on any trace
     params: dict  # the parameters that made it
+    # float64 [2, m]: each client's ms per training sample and kbit/s, where the trace has a clock (params["clock"])
+    capacity: np.ndarray | None = None
 
 
 def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: Partition | None = None) -> Trace:
@@ -43,8 +48,33 @@ def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: 
     rng = functools.partial(numpy_generator, seed, "trace")
     available, prob, extra = model.draw(partition, num_clients, rounds, rng(STREAM_CLIENTS), rng(STREAM_ROUNDS))
     snapshot = uniform_cohorts(rounds, num_clients, params["snapshot_size"], rng(STREAM_SNAPSHOT))
+    capacity, clock_extra = (None, {}) if spec["clock"] is None else \
+        device_capacity(spec["clock"], num_clients, rng(STREAM_CLOCK))
     return Trace(np.ascontiguousarray(available, dtype=bool),
-                 None if prob is None else np.ascontiguousarray(prob, dtype=np.float32), snapshot, {**params, **extra})
+                 None if prob is None else np.ascontiguousarray(prob, dtype=np.float32), snapshot,
+                 {**params, **extra, **clock_extra}, capacity)
+
+
+def device_capacity(clock: dict, num_clients: int, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    """float64 [2, m] (ms per sample, kbit/s) and the params to record: a record's clients drawn for the m clients
+    with repetition (device kinds recur), or both drawn log-normal around the stated medians."""
+    from fedavail.availability import records
+
+    if clock["capacity"] is not None:
+        record = records.read_device_capacity(clock["capacity"])
+        chosen = records.draw_clients(len(record.clients), num_clients, rng, repeat=True)
+        capacity = np.stack([record.computation_ms[chosen], record.communication_kbps[chosen]])
+        return capacity, {"capacity_clients": [record.clients[c] for c in chosen]}
+    spread = np.exp(clock["sigma"] * rng.standard_normal((2, num_clients)))
+    return np.array([[clock["computation_ms"]], [clock["communication_kbps"]]]) * spread, {}
+
+
+def completion_seconds(capacity: np.ndarray, samples: np.ndarray, parameters: int) -> np.ndarray:
+    """float64 [m]: the device seconds each client needs for a round of `samples` [m] training samples with a model of
+    `parameters` float32 numbers: 3 × samples × ms per sample / 1000 (forward and about twice as long a backward pass,
+    FedScale's cost model, arXiv 2105.11367) + the model down and its update up at the client's kbit/s."""
+    computation_ms, communication_kbps = capacity
+    return 3.0 * samples * computation_ms / 1000.0 + 2.0 * parameters * 32 / 1000.0 / communication_kbps
 
 
 def save_trace(path: str | os.PathLike, trace: Trace) -> None:
@@ -56,6 +86,8 @@ def save_trace(path: str | os.PathLike, trace: Trace) -> None:
         arrays["prob"] = trace.prob.astype(np.float32)
     if trace.snapshot is not None:
         arrays["snapshot"] = trace.snapshot.astype(np.min_scalar_type(trace.available.shape[1] - 1))
+    if trace.capacity is not None:
+        arrays["capacity"] = trace.capacity.astype(np.float64)
     write_npz(path, arrays)
 
 
@@ -66,7 +98,31 @@ def load_trace(path: str | os.PathLike) -> Trace:
         return Trace(available.astype(bool).reshape(rounds, num_clients),
                      data["prob"] if "prob" in data.files else None,
                      data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
-                     json.loads(str(data["params"])))
+                     json.loads(str(data["params"])), data["capacity"] if "capacity" in data.files else None)
+
+
+def session_rounds(available: np.ndarray) -> np.ndarray:
+    """int64: the length in rounds of every session, a run of consecutive available rounds of one client."""
+    padded = np.zeros((available.shape[0] + 2, available.shape[1]), dtype=np.int8)
+    padded[1:-1] = available
+    steps = np.diff(padded, axis=0).T  # per client: +1 where a session starts, -1 one round after it ends
+    starts, ends = np.nonzero(steps.ravel() == 1)[0], np.nonzero(steps.ravel() == -1)[0]
+    return (ends - starts).astype(np.int64)  # row-major: each client's starts and ends alternate, in order
+
+
+def _plot_statistics(trace: Trace, ax_share, ax_sessions, ax_rates) -> None:
+    """What the whole trace is: the share of clients available per round, the session lengths, each client's rate."""
+    available = trace.available
+    ax_share.plot(available.mean(axis=1), lw=0.8)
+    ax_share.set(xlabel="round t", ylabel="share available", ylim=(-0.02, 1.02))
+    sessions = session_rounds(available)
+    if sessions.size:
+        ax_sessions.hist(sessions, bins=np.unique(np.geomspace(1, sessions.max() + 1, 30).astype(int)), color="C1")
+        ax_sessions.set_xscale("log")
+    ax_sessions.set(xlabel=f"session length, rounds (mean {sessions.mean() if sessions.size else 0:.1f})",
+                    ylabel="sessions")
+    ax_rates.hist(available.mean(axis=0), bins=np.linspace(0, 1, 21), color="C2")
+    ax_rates.set(xlabel="client's share of rounds available", ylabel="clients")
 
 
 def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int = 50) -> None:
@@ -80,8 +136,11 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     clients = np.asarray(clients, dtype=np.int64)
     shown, num_clients = min(rounds, trace.available.shape[0]), trace.available.shape[1]
     colors = colormaps["tab10"](np.arange(len(clients)) % 10)
-    fig = Figure(figsize=(8, 7))
-    ax_prob, ax_boxes, ax_all = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [2, 1, 3]})
+    fig = Figure(figsize=(9, 9.5))
+    grid = fig.add_gridspec(4, 3, height_ratios=[2, 1, 3, 2.2])
+    ax_prob = fig.add_subplot(grid[0, :])
+    ax_boxes, ax_all = fig.add_subplot(grid[1, :], sharex=ax_prob), fig.add_subplot(grid[2, :], sharex=ax_prob)
+    _plot_statistics(trace, *(fig.add_subplot(grid[3, column]) for column in range(3)))
     for row, (color, client) in enumerate(zip(colors, clients)):
         if trace.prob is not None:
             ax_prob.step(range(shown), trace.prob[:shown, client], where="mid", color=color, label=f"client {client}")
@@ -98,7 +157,7 @@ def plot_trace(trace: Trace, path: str | os.PathLike, clients=None, rounds: int 
     ax_all.imshow(trace.available[:shown].T, aspect="auto", interpolation="nearest", cmap="Greys",
                   extent=(-0.5, shown - 0.5, num_clients - 0.5, -0.5))
     ax_all.set(ylabel="client (all)", xlabel="round t")
-    described = {k: v for k, v in trace.params.items() if k not in ("partition_params", "phi", "phi_max", "seed")}
+    described = {k: v for k, v in trace.params.items() if k not in UNTITLED_PARAMS}
     title = ", ".join(f"{k}={v}" for k, v in sorted(described.items()) if v is not None)
     fig.suptitle(textwrap.fill(title, 140), fontsize=8)
     fig.tight_layout()

@@ -3,6 +3,7 @@ error names the key path (`partitions.p.alpha: ...`)."""
 
 import math
 import re
+from pathlib import Path
 
 from fedavail.availability.models import TRACE_MODELS, check_trace_for, resolve_trace
 from fedavail.options import REQUIRED, key_table
@@ -95,6 +96,10 @@ def _resolve_trace(config: dict, name: str) -> dict:
                               f"'partitions' (got {shorten(spec.get('partition'))})")
     elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
         raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
+    for record in resolve_trace(resolved).record_files():
+        if not Path(record).is_file():
+            raise ConfigError(f"{key}: no device record at {record} (relative paths are from the workflow's folder; "
+                              "docs/recorded-availability.md says where records go)")
     return resolved
 
 

@@ -5,8 +5,9 @@ from fedavail.options import REQUIRED, check_keys
 
 CLAIM_KEYS = {"claim": REQUIRED, "source": REQUIRED, "check": REQUIRED, "paper": None}
 PAPER_KEYS = {"dataset": REQUIRED, "dynamics": REQUIRED, "alpha": None, "gamma": None}
-CELL_KEYS = {"cell": REQUIRED, "metric": None, "model": None}
-METRICS = ("test_acc", "train_acc", "consensus_error", "snapshot_share")
+CELL_KEYS = {"cell": REQUIRED, "metric": None, "model": None, "target": None}
+# time_to_target: the virtual seconds to the first evaluation at or above the cell's `target` accuracy (a trace's clock)
+METRICS = ("test_acc", "train_acc", "consensus_error", "snapshot_share", "time_to_target")
 MODELS = ("local_mean", "global")
 CHECKS = ("greater", "equivalent", "non_inferior", "recovers_gap", "below", "above", "decreasing", "peak", "all_of")
 TWO_CELLS = ("greater", "equivalent")
@@ -33,7 +34,12 @@ def parse_cell(cell, where: str) -> dict:
         raise ValueError(f"{where}.metric: {metric!r} is not one of {METRICS}")
     if model is not None and model not in MODELS:
         raise ValueError(f"{where}.model: {model!r} is not one of {MODELS}")
-    return {"experiment": experiment, "algorithm": algorithm, "metric": metric, "model": model}
+    target = cell.get("target")
+    if (metric == "time_to_target") != (target is not None):
+        raise ValueError(f"{where}.target: an accuracy target goes with, and only with, metric time_to_target")
+    if target is not None and not (_number(target, f"{where}.target") and 0 < target <= 1):
+        raise ValueError(f"{where}.target: an accuracy in (0, 1], got {target!r}")
+    return {"experiment": experiment, "algorithm": algorithm, "metric": metric, "model": model, "target": target}
 
 
 def _number(value, where: str) -> float:

@@ -7,7 +7,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from fedavail.availability.models import TRACE_MODELS, TraceModel
+from fedavail.availability.models import TRACE_MODELS, ClockOptions, TraceModel
 from fedavail.partitions.schemes import PARTITION_SCHEMES
 from fedavail.plan.algorithms import algorithm_options
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -97,6 +97,8 @@ def generate() -> str:
         f"| `model` | string | required | the availability model (one of: {', '.join(TRACE_MODELS)}) |",
         *table(TraceModel)[2:],
         *_variants("Model", "model", TRACE_MODELS, TraceModel),
+        "", "### Virtual clock", "", " ".join(ClockOptions.__doc__.split()) + " Keys of a trace's `clock`:", "",
+        *table(ClockOptions),
         "", "## algorithms.<name>", "",
         *HEAD,
         f"| `algorithm` | string | required | one of: {', '.join(algorithm_options())} |",

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
 from fedavail.availability.models import TRACE_MODELS
-from fedavail.options import Registry, has_type, type_name
+from fedavail.options import Registry, has_type, is_number, type_name
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
 from fedavail.plan.config import stated_trace
 from fedavail.plan.paths import EXPERIMENT_DIR, REPORT_DIR, RUN_DIR, path
@@ -147,6 +147,23 @@ class RoundsToTarget(Report):
                                  f"{values!r}")
 
 
+@report_kind("time_to_accuracy")
+class TimeToAccuracy(Report):
+    DESCRIPTION = ("the virtual time (hours of device time, a trace's clock) until each run's test accuracy first "
+                   "reaches each target, mean ± std over the seeds that reach it, and each algorithm's paired "
+                   "difference to the reference with its 95% interval over seeds")
+    targets: list[float] = _list(0.5, 0.7)
+    reference: str | None = None  # None: the first algorithm shown
+    eval_model: EvalModel = "local_mean"
+
+    def check(self, config: dict) -> None:
+        super().check(config)
+        if not self.targets or not all(is_number(v) and 0 < v <= 1 for v in self.targets):
+            raise ValueError(f"targets: accuracies in (0, 1], got {self.targets!r}")
+        if self.reference is not None and self.reference not in self.selected(config, self.experiments[0]):
+            raise ValueError(f"reference: {self.reference!r} is not an algorithm the report shows")
+
+
 @report_kind("fast_table")
 class FastTable(Report):
     DESCRIPTION = ("test accuracy (%) of the server model, A ± B, the mean and standard deviation of the last {last} "
@@ -180,6 +197,13 @@ class Curves(Figure):
     log_y: bool = False
     eval_model: EvalModel = "local_mean"
     POSITIVE = ("sample_every",)
+
+
+@report_kind("accuracy_vs_time")
+class AccuracyVsTime(Figure):
+    DESCRIPTION = ("test accuracy against virtual time (hours of device time, a trace's clock): each seed's run thin, "
+                   "the mean over seeds of accuracy and time at each evaluated round thick")
+    eval_model: EvalModel = "local_mean"
 
 
 @report_kind("consensus")

@@ -19,7 +19,8 @@ def _write_table(table, data, outputs: dict, prefix: str = "") -> None:
 
 
 def make_report(job: dict, run_dirs: list, outputs: dict) -> None:
-    from fedavail.report import claims, tables  # noqa: F401 (importing them adds their builders to BUILDERS)
+    # importing them adds their builders to BUILDERS
+    from fedavail.report import claims, tables, virtual_time  # noqa: F401
     from fedavail.report import frame as tidy
     from fedavail.report.compare import compare, comparison_table
     from fedavail.report.figures import experiment_figure, save

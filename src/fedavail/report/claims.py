@@ -88,8 +88,12 @@ def _combine(verdicts: list[str]) -> str:
 
 
 def _show(value: float, metric: str, signed: bool = False, unit: bool = False) -> str:
-    """Accuracies (fractions) in percentage points (`unit`: followed by " points"), the consensus error as it is."""
-    sign, points = "+" if signed else "", metric != "consensus_error"
+    """Accuracies (fractions) in percentage points (`unit`: followed by " points"), times to a target in hours of
+    virtual time, the consensus error as it is."""
+    sign = "+" if signed else ""
+    if metric == "time_to_target":
+        return ("—" if value != value else f"{value / 3600:{sign}.2f}") + (" h" if unit or not signed else "")
+    points = metric != "consensus_error"
     text = "—" if value != value else f"{100 * value:{sign}.1f}" if points else f"{value:{sign}.3g}"
     return text + (" points" if unit and points else "")
 
@@ -111,7 +115,7 @@ class _Evaluation:
         self.cells, self.comparisons, self.problems = {}, [], []  # cells by (experiment, algorithm, metric, model)
 
     def cell(self, cell: dict) -> dict:
-        key = (cell["experiment"], cell["algorithm"], cell["metric"], cell["model"])
+        key = (cell["experiment"], cell["algorithm"], cell["metric"], cell["model"], cell["target"])
         if key in self.cells:
             return self.cells[key]
         run = self.frame[(self.frame["experiment"] == cell["experiment"])
@@ -121,10 +125,12 @@ class _Evaluation:
             per_run = tidy.arbitrary_ratio(run).assign(value=lambda v: 1.0 - v["value"])
             column = None
         else:  # the local copies' mean where asked for and logged
-            local = f"{cell['metric']}_local_mean"
+            scored = "test_acc" if cell["metric"] == "time_to_target" else cell["metric"]
+            local = f"{scored}_local_mean"
             logged = local in run and run[local].notna().any()
-            column = local if (cell["model"] or self.report["model"]) == "local_mean" and logged else cell["metric"]
-            per_run = tidy.window_mean(run, column, self.report["last_n"])
+            column = local if (cell["model"] or self.report["model"]) == "local_mean" and logged else scored
+            per_run = tidy.time_to_target(run, column, cell["target"]) if cell["metric"] == "time_to_target" \
+                else tidy.window_mean(run, column, self.report["last_n"])
         values = per_run.set_index("seed")["value"].astype(float).sort_index()
         entry = {**cell, "values": values, "rounds": rounds, "letter": chr(ord("A") + len(self.cells)),
                  "column": column, "identity": run["identity"].iloc[0] if len(run) else cell["algorithm"],
@@ -216,7 +222,8 @@ class _Evaluation:
     def name(self, cell: dict) -> str:
         """The cell's algorithm, the model it was scored on (as read: an algorithm without local copies is scored on
         its server model whatever the cell asks) and the experiment."""
-        metric = "" if cell["metric"] == "test_acc" else f" {cell['metric']}"
+        metric = {"test_acc": "", "time_to_target": f" virtual time to {100 * (cell['target'] or 0):g}%"}.get(
+            cell["metric"], f" {cell['metric']}")
         scored = "local copies" if str(cell["column"]).endswith("_local_mean") else cell["model"]
         model = {"local copies": ", mean of local copies", "local_mean": ", server model (it keeps no local copies)",
                  "global": ", server model"}.get(scored, "")

@@ -122,9 +122,17 @@ def arbitrary_ratio(frame: pd.DataFrame) -> pd.DataFrame:
     return _per_run(frame, snapshot).assign(value=lambda d: 1.0 - d["value"])
 
 
-def _per_run(frame: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
-    mean = values.groupby([frame[k] for k in RUN], sort=False).mean().rename("value").reset_index()
-    return frame.drop_duplicates(RUN)[RUN].merge(mean, on=RUN, how="left")
+def time_to_target(frame: pd.DataFrame, column: str, target: float) -> pd.DataFrame:
+    """Per run: the virtual seconds (`virtual_s`, logged under a trace's clock) at the end of the first evaluated round
+    whose `column` reaches `target`; NaN for a run that never reaches it or has no clock."""
+    if column not in frame or "virtual_s" not in frame:
+        return _per_run(frame, pd.Series(np.nan, index=frame.index))
+    return _per_run(frame, frame["virtual_s"].where(frame[column] >= target - 1e-12), "min")
+
+
+def _per_run(frame: pd.DataFrame, values: pd.Series, how: str = "mean") -> pd.DataFrame:
+    value = values.groupby([frame[k] for k in RUN], sort=False).agg(how).rename("value").reset_index()
+    return frame.drop_duplicates(RUN)[RUN].merge(value, on=RUN, how="left")
 
 
 def sampled(frame: pd.DataFrame, column: str, every: int | None) -> pd.DataFrame:

@@ -223,8 +223,22 @@ def test_the_recorded_example_config_runs_end_to_end(tmp_path, monkeypatch):
     assert sum(job.startswith("train") for job in planned) == 9  # one process per algorithm, all seeds
 
 
-def test_a_missing_record_is_a_config_error_naming_it(tmp_path):
+def test_a_missing_record_is_a_config_error_naming_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
     config = load_config([REPO / "config/recorded.yaml"])
     config["traces"]["recorded"]["availability"] = str(tmp_path / "nowhere.csv")
     with pytest.raises(ConfigError, match=rf"traces\.recorded: no device record at {tmp_path}/nowhere\.csv"):
+        build_plan(validated(config))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.update(reference="fast_q0.5"), r"reports\.time_fedswe\.reference: the report shows no 'fast_q0\.5' in "
+                                                r"experiment 'recorded_fedswe'"),
+    (lambda r: r.update(targets=[0.6, 60]), r"reports\.time_fedswe\.targets: accuracies in \(0, 1\]"),
+])
+def test_a_time_to_accuracy_report_is_checked(edit, message, monkeypatch):
+    monkeypatch.chdir(REPO)  # the config's record paths are relative to the workflow's folder
+    config = load_config([REPO / "config/recorded.yaml"])
+    edit(config["reports"]["time_fedswe"])
+    with pytest.raises(ConfigError, match=message):
         build_plan(validated(config))

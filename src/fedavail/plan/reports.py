@@ -160,8 +160,9 @@ class TimeToAccuracy(Report):
         super().check(config)
         if not self.targets or not all(is_number(v) and 0 < v <= 1 for v in self.targets):
             raise ValueError(f"targets: accuracies in (0, 1], got {self.targets!r}")
-        if self.reference is not None and self.reference not in self.selected(config, self.experiments[0]):
-            raise ValueError(f"reference: {self.reference!r} is not an algorithm the report shows")
+        for experiment in self.experiments if self.reference is not None else ():
+            if self.reference not in self.selected(config, experiment):
+                raise ValueError(f"reference: the report shows no {self.reference!r} in experiment {experiment!r}")
 
 
 @report_kind("fast_table")

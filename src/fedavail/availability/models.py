@@ -136,9 +136,11 @@ class TraceModel:
         """Whether its traces store p_i^t."""
         return True
 
-    def record_files(self) -> list[str]:
-        """The device records the trace reads (inputs of its jobs, by content)."""
-        return [] if self.clock is None or self.clock["capacity"] is None else [self.clock["capacity"]]
+    @classmethod
+    def record_files(cls, spec: dict) -> list[str]:
+        """The device records a trace of this model reads (inputs of its jobs, by content), from its full spec."""
+        clock = spec["clock"]
+        return [] if clock is None or clock["capacity"] is None else [clock["capacity"]]
 
     def draw(self, part, num_clients: int, rounds: int, client_rng: np.random.Generator,
              round_rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None, dict]:
@@ -206,12 +208,7 @@ class FastTrace(TraceModel):
 
     distribution: str = option(doc="uniform, or ⌊m·Z⌋ with Z ~ Beta(1, 10), Gamma(10, 0.01), Weibull(10)/1.2",
                                choices=("uniform", *SKEWED_DISTRIBUTIONS))
-    fraction: float = option(0.1, "the cohort's share of the clients, in (0, 1]")
-
-    def __post_init__(self):
-        super().__post_init__()
-        if not is_number(self.fraction) or not 0 < self.fraction <= 1:
-            raise ValueError(f"{WHAT} 'fraction' must be in (0, 1], got {self.fraction!r}")
+    fraction: float = option(0.1, "the cohort's share of the clients, in (0, 1]", check=check_share)
 
     def cohort_size(self, num_clients: int) -> int:
         size = max(1, int(round(self.fraction * num_clients)))
@@ -338,8 +335,9 @@ class RecordedTrace(TraceModel):
         if not isinstance(self.repeat_clients, bool):
             raise ValueError(f"{WHAT} 'repeat_clients' must be true or false, got {self.repeat_clients!r}")
 
-    def record_files(self) -> list[str]:
-        return [self.availability, *super().record_files()]
+    @classmethod
+    def record_files(cls, spec: dict) -> list[str]:
+        return [spec["availability"], *super().record_files(spec)]
 
     def draw(self, part, num_clients, rounds, client_rng, round_rng):
         """Record client chosen[i] plays client i: a uniform draw without repetition (client_rng); no per-round draw."""

@@ -96,7 +96,7 @@ def _resolve_trace(config: dict, name: str) -> dict:
                               f"'partitions' (got {shorten(spec.get('partition'))})")
     elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
         raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
-    for record in resolve_trace(resolved).record_files():
+    for record in TRACE_MODELS[spec["model"]].record_files(resolved):
         if not Path(record).is_file():
             raise ConfigError(f"{key}: no device record at {record} (relative paths are from the workflow's folder; "
                               "docs/recorded-availability.md says where records go)")

@@ -7,7 +7,7 @@ import re
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
-from fedavail.availability.models import TRACE_MODELS, resolve_trace
+from fedavail.availability.models import TRACE_MODELS
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
 from fedavail.plan.config import Run, as_json, experiment_seeds
@@ -73,7 +73,8 @@ class Plan:
 
     def trace_records(self, trace: str) -> list[str]:
         """The device records trace `trace` reads (fedavail.availability.records)."""
-        return resolve_trace(self.traces[trace]).record_files()
+        spec = self.traces[trace]
+        return TRACE_MODELS[spec["model"]].record_files(spec)
 
     def runs(self, experiment: str | None = None) -> list[Run]:
         names = [experiment] if experiment else list(self.experiments)

@@ -91,6 +91,20 @@ def test_paired_differences_hold_fail_or_stay_within_noise(tmp_path):
                                                                            "bound"]
 
 
+def test_a_claim_that_holds_by_construction_is_shown_and_not_counted_as_decided(tmp_path):
+    share = {"cell": "gamma/ada", "metric": "snapshot_share"}
+    why = "q rises only when the accuracy signal falls"
+    frame, table = _verdicts(tmp_path, [_claim({"below": [share, 0.1]}, "few snapshots", by_construction=why),
+                                        {"greater": ["gamma/avg", "uniform/avg"]}])
+    assert frame["verdict"].tolist() == ["holds", "fails"]
+    assert frame["by_construction"].tolist() == [why, ""]
+    assert table.rows[0][-1] == f"holds (by construction: {why})"
+    assert table.footnotes[-2:] == ["Decided: 1 of 1 claims (fails 1).",
+                                    "Not counted: 1 claim that holds by construction (holds)."]
+    with pytest.raises(ValueError, match=r"claims\[0\]\.by_construction: a non-empty string"):
+        _verdicts(tmp_path / "bad", [_claim({"below": [share, 0.1]}, by_construction=" ")])
+
+
 def test_non_inferiority_is_judged_against_its_margin(tmp_path):
     swe = {"cell": "gamma/swe", "model": "global"}
     frame, _ = _verdicts(tmp_path, [

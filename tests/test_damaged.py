@@ -24,7 +24,7 @@ def test_a_dry_run_moves_nothing_and_the_next_run_rebuilds_what_is_damaged(tmp_p
     copied.write_bytes((run / "results/runs/tiny/fedavg_active/seed0/summary.json").read_bytes())
     emptied = run / "results/runs/tiny/fedavg_known/seed0/summary.json"
     emptied.write_text("{}")
-    frame = run / "results/runs.parquet"
+    frame = run / "results/frames/test.parquet"
     _truncate(frame, frame.stat().st_size // 2)
     damaged = (trace, summary, copied, emptied, frame)
     before = {path: path.read_bytes() for path in damaged}

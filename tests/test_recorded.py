@@ -199,7 +199,7 @@ def test_the_recorded_example_config_runs_end_to_end(tmp_path, monkeypatch):
     monkeypatch.chdir(workdir)  # the config's record paths are relative to the workflow's folder
     recorded_test_config(workdir)
     snakemake(workdir, "--cores", "2", "--configfile", "config/recorded.yaml", timeout=900)
-    runs = pd.read_parquet(workdir / "results/runs.parquet")
+    runs = pd.read_parquet(workdir / "results/frames/recorded.parquet")
     assert {"virtual_s", "late"} <= set(runs.columns) and runs["virtual_s"].notna().all()
     assert runs.groupby(["experiment", "algorithm", "seed"])["virtual_s"].is_monotonic_increasing.all()
     table = pd.read_csv(workdir / "results/reports/time_fedswe/table.csv")

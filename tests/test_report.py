@@ -16,7 +16,7 @@ from fedavail.plan.checks import parse_checked_reports
 from fedavail.plan.plan import build_plan
 from fedavail.report import build, compare
 from fedavail.report import frame as tidy
-from fedavail.report import labels, render, tables
+from fedavail.report import render, tables
 
 ROUNDS = 100
 
@@ -372,18 +372,52 @@ def test_memory_table(tmp_path):
 # ---------------------------------------------------------------- labels and spec
 
 
-def test_canonical_identities_read_the_resolved_hyperparameters():
-    def canonical(entry):
-        return labels.canonical(tidy.algorithm_settings(run_spec("e", "a", 0, {**entry, "lr": 0.1})["algorithm"]))
+def _shown(algorithms: dict) -> dict:
+    """The plan's label, identity and group of each entry of `algorithms`, all trained by one experiment."""
+    config = config_with({"e": ("svhn", "stationary", None, 0.1, list(algorithms))}, algorithms, {})
+    config["experiments"]["e"]["training"]["local"]["lr"] = 0.1
+    return build_plan(config).shown
 
-    assert canonical({"algorithm": "fedswe", "k": 0}) == "fedswe_k0"
-    assert canonical({"algorithm": "fedswe"}) == "fedswe_k100"  # the algorithm's own default k
-    assert canonical({"algorithm": "fedavg", "weighting": "known"}) == "fedavg_known"
-    assert canonical({"algorithm": "fast", "schedule": "adaptive", "lam": 7}) == "fast_ada7"
-    assert canonical({"algorithm": "fast", "base": "scaffold", "q": 0.5}) == "fastplus_scaffold_q0.5"
-    assert canonical({"algorithm": "fast"}) == "fast_q0.5"
-    assert labels.display("fast_ada1") == "FAST Ada.(def.)" and labels.display("fedswe_k100") == "FedSWE (k = 100)"
-    assert labels.group("mifa") == labels.group("fedavg_known") == 2 and labels.group("fedswe_k0") == 1
+
+def test_identities_and_labels_come_from_the_algorithms_own_options():
+    shown = _shown({"a": {"algorithm": "fedswe", "k": 0}, "b": {"algorithm": "fedswe"},
+                    "c": {"algorithm": "fedavg", "weighting": "known"},
+                    "d": {"algorithm": "fast", "schedule": "adaptive", "lam": 7},
+                    "e": {"algorithm": "fast", "base": "scaffold", "q": 0.5}, "f": {"algorithm": "fast"},
+                    "g": {"algorithm": "fast", "schedule": "adaptive", "lam": 1}, "h": {"algorithm": "mifa"},
+                    "i": {"algorithm": "fast", "base": "fedprox", "schedule": "adaptive"}})
+    assert {name: entry["identity"] for name, entry in shown.items()} == {
+        "a": "fedswe_k0", "b": "fedswe_k100", "c": "fedavg_known", "d": "fast_ada7", "e": "fastplus_scaffold_q0.5",
+        "f": "fast_q0.5", "g": "fast_ada1", "h": "mifa", "i": "fastplus_fedprox_ada1"}
+    assert {name: entry["label"] for name, entry in shown.items()} == {
+        "a": "FedSWE (k = 0)", "b": "FedSWE (k = 100)", "c": "FedAvg with known p_i^t", "d": "FAST Ada.(7)",
+        "e": "FAST+ (SCAFFOLD) q = 0.5", "f": "FAST q = 0.5", "g": "FAST Ada.(def.)", "h": "MIFA (memory aided)",
+        "i": "FAST+ (FedProx) Ada.(def.)"}
+    assert [name for name, entry in shown.items() if entry["aided"]] == ["c", "h"]
+
+
+def test_two_entries_never_share_a_label():
+    shown = _shown({"all": {"algorithm": "fedavg", "weighting": "all"},
+                    "all10": {"algorithm": "fedavg", "weighting": "all", "global_lr": 10.0},
+                    "slow": {"algorithm": "fedavg", "weighting": "all", "lr": 0.01},
+                    "twin": {"algorithm": "fedavg", "weighting": "all"},
+                    "mine": {"algorithm": "fedavg", "label": "FedAvg over all"}})
+    assert {name: entry["label"] for name, entry in shown.items()} == {
+        "all": "FedAvg over all (global_lr = 1) [all]", "all10": "FedAvg over all (global_lr = 10)",
+        "slow": "FedAvg over all (global_lr = 1, lr = 0.01)", "twin": "FedAvg over all (global_lr = 1) [twin]",
+        "mine": "FedAvg over all"}
+    with pytest.raises(fc.ConfigError, match="label 'x' is stated by the entries \\['a', 'b'\\]"):
+        _shown({"a": {"algorithm": "fedavg", "label": "x"}, "b": {"algorithm": "mifa", "label": "x"}})
+
+
+def test_a_label_change_reruns_reports_not_training():
+    algorithms = {"avg": {"algorithm": "fedavg", "lr": 0.1}, "swe": {"algorithm": "fedswe", "lr": 0.1}}
+    plans = [build_plan(config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])},
+                                    {**algorithms, "avg": {**algorithms["avg"], **extra}}, {}))
+             for extra in ({}, {"label": "FedAvg"})]
+    assert plans[0].run_spec("e", "avg", 0) == plans[1].run_spec("e", "avg", 0)
+    assert plans[0].experiment_job("e") != plans[1].experiment_job("e")
+    assert plans[1].experiment_job("e")["shown"]["avg"]["label"] == "FedAvg"
 
 
 @pytest.mark.parametrize("report, message", [

@@ -28,6 +28,7 @@ config.clear()
 config.update(PLAN.config)
 
 EXECUTION = PLAN.execution
+RUNS_FRAME = fp.path(fp.RUNS_FRAME, config=fp.frame_name(workflow.configfiles))
 MALLOC_ASSIGNMENTS = malloc_assignments()
 
 
@@ -65,7 +66,7 @@ def trace_file(trace, seed):
 def files_in_use():
     """Every intermediate and run output the config's jobs read or write: rule `all` asks for each (a deleted
     partition is rebuilt even when the runs that read it are finished), and fedavail.integrity checks each."""
-    files = {fp.RUNS_FRAME}
+    files = {RUNS_FRAME}
     for experiment, spec in PLAN.experiments.items():
         trace_partition = PLAN.trace_partition(spec.trace)
         for seed in spec.seeds:
@@ -113,7 +114,7 @@ if workflow.is_main_process:
 
 
 def final_outputs():
-    outputs = [fp.RUNS_FRAME]
+    outputs = [RUNS_FRAME]
     for experiment in PLAN.experiments:
         outputs += list(rp.experiment_outputs(experiment).values())
     for name, report in PLAN.reports.items():

@@ -2,9 +2,10 @@
 # experiment, results/experiments/<experiment>/ (a table of mean ± std over seeds of the last-N-round test accuracy,
 # and accuracy curves); per entry of the config's `reports:` (fedavail.plan.reports), results/reports/<name>/ (a
 # table in Markdown, LaTeX and CSV, and for the paper tables the published values beside ours; or a figure in PNG and
-# PDF with the numbers it plots); and every run, one row per round with its settings, in results/runs.parquet. One
-# rule body, which the others reuse with their own outputs. Each job's params are exactly its own slice of the
-# config, so editing one report reruns only that report.
+# PDF with the numbers it plots); and every run, one row per round with its settings, in
+# results/frames/<config>.parquet (<config>: the config file's name, so each config's frame is its own). One rule body,
+# which the others reuse with their own outputs. Each job's params are exactly its own slice of the config, so editing
+# one report reruns only that report.
 
 
 rule report_table:
@@ -81,6 +82,6 @@ use rule report_table as report_experiment with:
 
 use rule report_table as report_runs with:
     output:
-        parquet=fp.RUNS_FRAME,
+        parquet=RUNS_FRAME,
     log:
         "logs/report/runs.log",

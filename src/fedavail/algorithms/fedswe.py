@@ -34,7 +34,7 @@ class FedSWE(FedSWEOptions, Algorithm):
                 "tau": torch.full((m,), -1, dtype=torch.int64, device=x0.device)}
 
     def start_points(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> torch.Tensor:
-        return state["X"][clients]
+        return state["X"].index_select(0, clients)
 
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         if len(clients) == 0:

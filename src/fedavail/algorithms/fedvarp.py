@@ -27,7 +27,7 @@ class FedVARP(FedVARPOptions, Algorithm):
             return state
         memory = state["y"]
         delta = result.end - result.start
-        correction = delta - memory[clients]  # Δ_i − y_i
+        correction = delta - memory.index_select(0, clients)  # Δ_i − y_i
         update = state["y_bar"] + correction.mean(0)
         y_bar = state["y_bar"] + correction.sum(0) / len(memory)
         memory.index_copy_(0, clients, delta)

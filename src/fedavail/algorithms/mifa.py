@@ -37,7 +37,7 @@ class MIFA(MIFAOptions, Algorithm):
         scale = ctx.lr if self.normalize == "lr" else 1.0
         if len(clients):
             fresh = (result.start - result.end) / scale
-            memory_sum = memory_sum + (fresh - memory[clients]).sum(0)
+            memory_sum = memory_sum + (fresh - memory.index_select(0, clients)).sum(0)
             memory.index_copy_(0, clients, fresh)
             seen.index_fill_(0, clients, True)
         state = {**state, "G_sum": memory_sum}

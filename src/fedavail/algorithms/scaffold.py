@@ -29,13 +29,13 @@ class Scaffold(ScaffoldOptions, Algorithm):
         return {"x": x0.clone(), "c": torch.zeros_like(x0), "c_i": x0.new_zeros(len(client_sizes), x0.numel())}
 
     def correction(self, state: State, clients: torch.Tensor, ctx: RoundContext) -> LocalCorrection:
-        return LocalCorrection(drift=state["c"] - state["c_i"][clients], mean_gradient=True)
+        return LocalCorrection(drift=state["c"] - state["c_i"].index_select(0, clients), mean_gradient=True)
 
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         if len(clients) == 0:
             return state
         c, table = state["c"], state["c_i"]
-        c_old = table[clients]
+        c_old = table.index_select(0, clients)
         c_new = result.mean_gradient.to(c_old)
         table.index_copy_(0, clients, c_new)
         return {**state, "x": state["x"] + self.global_lr * (result.end - result.start).mean(0),

@@ -75,7 +75,8 @@ def resolve_entries(config: dict) -> tuple:
         partitions[name] = _wrap(f"partitions.{name}", partition_spec, config, name)
     traces = {name: _resolve_trace(config, name) for name in config["traces"]}
     algorithms = {name: _wrap(f"algorithms.{name}", resolve_algorithm, spec["algorithm"],
-                              without(spec, "algorithm", "lr")) for name, spec in config["algorithms"].items()}
+                              without(spec, "algorithm", "lr", "label"))
+                  for name, spec in config["algorithms"].items()}
     local = {name: _resolve_experiment(config, name, traces) for name in config["experiments"]}
     return execution, partitions, traces, algorithms, local
 

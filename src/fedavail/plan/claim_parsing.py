@@ -3,7 +3,9 @@
 
 from fedavail.options import REQUIRED, check_keys
 
-CLAIM_KEYS = {"claim": REQUIRED, "source": REQUIRED, "check": REQUIRED, "paper": None}
+# by_construction: why the claim holds by construction (an order the update rule guarantees, a share a schedule caps):
+# it is still checked and shown, and left out of the share of claims decided.
+CLAIM_KEYS = {"claim": REQUIRED, "source": REQUIRED, "check": REQUIRED, "paper": None, "by_construction": None}
 PAPER_KEYS = {"dataset": REQUIRED, "dynamics": REQUIRED, "alpha": None, "gamma": None}
 CELL_KEYS = {"cell": REQUIRED, "metric": None, "model": None, "target": None}
 # time_to_target: the virtual seconds to the first evaluation at or above the cell's `target` accuracy (a trace's clock)
@@ -113,8 +115,8 @@ def parse_claims(claims, where: str = "claims") -> list[dict]:
     for i, claim in enumerate(claims):
         at = f"{where}[{i}]"
         _mapping(claim, CLAIM_KEYS, at)
-        for key in ("claim", "source"):
-            if not isinstance(claim[key], str) or not claim[key].strip():
+        for key in ("claim", "source", "by_construction"):
+            if key in claim and (not isinstance(claim[key], str) or not claim[key].strip()):
                 raise ValueError(f"{at}.{key}: a non-empty string")
         check, paper = parse_check(claim["check"], f"{at}.check"), claim.get("paper")
         if paper is not None:
@@ -123,7 +125,8 @@ def parse_claims(claims, where: str = "claims") -> list[dict]:
                 if paper.get(key) is not None:
                     _number(paper[key], f"{at}.paper.{key}")
             paper = {key: paper.get(key) for key in PAPER_KEYS}
-        parsed.append({"claim": claim["claim"], "source": claim["source"], "check": check, "paper": paper})
+        parsed.append({"claim": claim["claim"], "source": claim["source"], "check": check, "paper": paper,
+                       "by_construction": claim.get("by_construction")})
     return parsed
 
 

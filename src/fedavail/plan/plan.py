@@ -10,8 +10,9 @@ from functools import cached_property
 from fedavail.availability.models import TRACE_MODELS
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
-from fedavail.plan.config import Run, as_json, experiment_seeds
+from fedavail.plan.config import ConfigError, Run, as_json, experiment_seeds
 from fedavail.plan.experiments import ExecutionOptions
+from fedavail.plan.labels import entry_labels
 from fedavail.plan.reports import Report
 from fedavail.plan.sources import executed_algorithms, training_code_sha256
 
@@ -52,6 +53,9 @@ class Plan:
     algorithm_options: dict[str, AlgorithmOptions]
     experiments: dict[str, ExperimentPlan]
     reports: dict[str, Report]
+    # algorithm entry (of those the experiments train) -> how reports show it: its label (fedavail.plan.labels), the
+    # method's identity in the papers' tables and whether memory or known statistics aid it
+    shown: dict[str, dict]
 
     @cached_property
     def algorithms(self) -> dict[str, dict]:
@@ -114,7 +118,7 @@ class Plan:
         return self._report_job(experiment, report, {experiment: list(self.experiments[experiment].algorithms)})
 
     def runs_job(self) -> dict:
-        """The job spec of every run's frame (results/runs.parquet)."""
+        """The job spec of every run's frame (results/frames/<config>.parquet, fedavail.plan.paths.RUNS_FRAME)."""
         report = {"kind": "runs", "title": "runs", "experiments": list(self.experiments)}
         return self._report_job("runs", report, {e: list(x.algorithms) for e, x in self.experiments.items()})
 
@@ -127,9 +131,9 @@ class Plan:
                            "trace": self.traces[self.experiments[e].trace], "training": self.experiments[e].training,
                            "algorithms": algorithms, "seeds": list(self.experiments[e].seeds)}
                        for e, algorithms in selected.items()}
-        used = {a for info in experiments.values() for a in info["algorithms"]}
+        used = sorted({a for info in experiments.values() for a in info["algorithms"]})
         return {"name": name, "report": report, "experiments": experiments,
-                "algorithms": {a: config["algorithms"][a] for a in used}}
+                "algorithms": {a: config["algorithms"][a] for a in used}, "shown": {a: self.shown[a] for a in used}}
 
     def run_spec(self, experiment: str, algorithm: str, seed: int) -> dict:
         """Exactly what one training run depends on: its experiment's training settings with the local optimisation
@@ -152,4 +156,14 @@ def build_plan(config: dict) -> Plan:
                    for name, spec in config["experiments"].items()}
     datasets = {name: dict((config.get("datasets") or {}).get(name, {}))
                 for name in {spec["dataset"] for spec in config["partitions"].values()}}
-    return Plan(config, execution, datasets, partitions, traces, algorithms, experiments, reports)
+    return Plan(config, execution, datasets, partitions, traces, algorithms, experiments, reports,
+                _shown(config, algorithms, experiments))
+
+
+def _shown(config: dict, options: dict[str, AlgorithmOptions], experiments: dict[str, ExperimentPlan]) -> dict:
+    used = sorted({a for experiment in experiments.values() for a in experiment.algorithms})
+    try:
+        labels = entry_labels({a: config["algorithms"][a] for a in used}, {a: options[a] for a in used})
+    except ValueError as error:
+        raise ConfigError(f"algorithms: {error}") from error
+    return {a: {"label": labels[a], "identity": options[a].identity(), "aided": options[a].aided()} for a in used}

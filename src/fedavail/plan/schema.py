@@ -118,6 +118,10 @@ def algorithm_entry() -> dict:
                            "lr": {"type": "number", "exclusiveMinimum": 0,
                                   "description": "this algorithm's initial local learning rate η0 (overrides "
                                                  "training.local.lr)"},
+                           "label": {"type": "string", "minLength": 1,
+                                     "description": "what tables and figures call this entry; default: its "
+                                                    "algorithm's label, with the settings that tell it apart from "
+                                                    "other entries of the same label"},
                            **common},
             "required": ["algorithm"]}
 

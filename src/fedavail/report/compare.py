@@ -7,7 +7,6 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from fedavail.report.labels import display
 from fedavail.report.render import Cell, TextTable
 
 PAPER_FILE = "paper_values.csv"
@@ -78,6 +77,6 @@ def comparison_table(result: pd.DataFrame, title: str, labels: dict) -> TextTabl
         difference = "—" if pd.isna(r.difference) else f"{r.difference:+.{decimals}f}"
         rounds = f"{_number(r.ours_rounds, 0)} / {_number(r.paper_rounds, 0)}"
         clients = f"{_number(r.ours_clients, 0)} / {_number(r.paper_clients, 0)}"
-        table.rows.append([r.experiment, labels.get(r.algorithm, display(r.identity)), r.metric, r.source, paper,
+        table.rows.append([r.experiment, labels.get(r.algorithm, r.algorithm), r.metric, r.source, paper,
                            ours, Cell(difference), within, rounds, clients])
     return table

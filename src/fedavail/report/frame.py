@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from fedavail.plan.reports import attributes
-from fedavail.report import labels
 
 RUN = ["experiment", "algorithm", "seed"]
 SUMMARY = ("diverged_at", "state_bytes", "dimension", "wall_seconds", "peak_memory_bytes", "rounds_completed")
@@ -73,8 +72,9 @@ def scored(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame as the report shows it: scored model, and per row its algorithm's identity (labels.canonical),
-    label, group (1 = not aided by memory or known statistics) and order."""
+    """The frame as the report shows it: scored model, and per row its algorithm entry's identity, label (the plan's,
+    fedavail.plan.labels, unless the report gives one), group (1 = not aided by memory or known statistics) and
+    order."""
     settings = job["report"]
     if settings.get("eval_model") == "local_mean":
         frame = scored(frame)
@@ -83,21 +83,19 @@ def view(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
                                 *(a for e in settings["experiments"] for a in job["experiments"][e]["algorithms"])]))
     aided = settings.get("memory_aided")
 
-    def shown(algorithm: str, identity: str) -> tuple:
+    def shown(algorithm: str) -> dict:
         base, server = algorithm.removesuffix(SERVER_SUFFIX), is_server_row(algorithm)
-        label = given.get(base) or labels.display(identity)
-        group = 2 if (base in aided if aided is not None else labels.group(identity) == 2) else 1
-        return (f"{label}, server model" if server else label, group,
-                order.index(base) + 0.5 * server if base in order else len(order))
+        entry = job["shown"][base]
+        label = given.get(base) or entry["label"]
+        return {"identity": entry["identity"], "label": f"{label}, server model" if server else label,
+                "group": 2 if (base in aided if aided is not None else entry["aided"]) else 1,
+                "order": order.index(base) + 0.5 * server if base in order else len(order)}
 
     # Every column these depend on is constant per algorithm: work out each algorithm once, not once per row.
-    firsts = frame.drop_duplicates("algorithm")
-    identity = dict(zip(firsts["algorithm"], firsts.apply(labels.canonical, axis=1))) if len(firsts) else {}
-    per_algorithm = {algorithm: shown(algorithm, i) for algorithm, i in identity.items()}
+    per_algorithm = {algorithm: shown(algorithm) for algorithm in frame["algorithm"].unique()}
     column = frame["algorithm"]
-    return frame.assign(identity=column.map(identity), label=column.map(lambda a: per_algorithm[a][0]),
-                        group=column.map(lambda a: per_algorithm[a][1]),
-                        order=column.map(lambda a: per_algorithm[a][2]))
+    return frame.assign(**{key: column.map(lambda a, key=key: per_algorithm[a][key])
+                           for key in ("identity", "label", "group", "order")})
 
 
 def window_mean(frame: pd.DataFrame, column: str, last_n=None) -> pd.DataFrame:

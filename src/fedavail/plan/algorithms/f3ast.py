@@ -11,3 +11,6 @@ class F3ASTOptions(AlgorithmOptions):
                                 choices=("budget", "none"))
     BOUNDS = {"beta": ("in (0, 1]", lambda v: 0 < v <= 1),
               "clients_per_round": (">= 1 or null", lambda v: v is None or v >= 1)}
+
+    def label(self) -> str:
+        return "F3AST"

@@ -29,7 +29,25 @@ class FastOptions(AlgorithmOptions):
             raise ValueError(f"fast base_hyperparameters: {error}") from error
 
     def needs_prob(self) -> bool:
-        return resolve_algorithm(self.base, self.base_hyperparameters).needs_prob()
+        return self.base_options().needs_prob()
+
+    def base_options(self) -> AlgorithmOptions:
+        return resolve_algorithm(self.base, self.base_hyperparameters)
+
+    def schedule_name(self) -> str:
+        """The schedule as FAST's tables write it: q = 0.5, I = 2, or Ada.(λ) (λ = 1 is the paper's default)."""
+        if self.schedule == "adaptive":
+            return f"Ada.({'def.' if self.lam == 1 else f'{self.lam:g}'})"
+        return f"I = {self.interval}" if self.schedule == "every" else f"q = {self.q:g}"
+
+    def label(self) -> str:
+        return f"FAST {self.schedule_name()}" if self.base == "fedavg" else \
+            f"FAST+ ({self.base_options().label()}) {self.schedule_name()}"
+
+    def identity(self) -> str:
+        tail = (f"ada{self.lam:g}" if self.schedule == "adaptive" else
+                f"I{self.interval}" if self.schedule == "every" else f"q{self.q:g}")
+        return f"fast_{tail}" if self.base == "fedavg" else f"fastplus_{self.base}_{tail}"
 
     def composed_algorithms(self) -> tuple[str, ...]:
         return (self.base,)

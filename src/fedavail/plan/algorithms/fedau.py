@@ -8,3 +8,6 @@ class FedAUOptions(AlgorithmOptions):
     cutoff: int | None = option(50, "K ≥ 1: an absence this long is recorded as an interval (FedSWE App. H and the "
                                 "FedAWE code); null: no cutoff (IBM/fedau's default is 10^5)")
     BOUNDS = {"cutoff": ("a positive integer or null", lambda v: v is None or v >= 1)}
+
+    def label(self) -> str:
+        return "FedAU"

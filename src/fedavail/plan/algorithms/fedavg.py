@@ -13,3 +13,10 @@ class FedAvgOptions(AlgorithmOptions):
 
     def needs_prob(self) -> bool:
         return self.weighting == "known"
+
+    def label(self) -> str:
+        return {"active": "FedAvg over active", "all": "FedAvg over all", "known": "FedAvg with known p_i^t"}[
+            self.weighting]
+
+    def identity(self) -> str:
+        return f"fedavg_{self.weighting}"

@@ -8,3 +8,6 @@ class FedProxOptions(AlgorithmOptions):
     mu: float = option(0.01, "proximal weight μ ≥ 0 of (μ/2)‖w − x^t‖² (the FedProx paper's grid: 0.001, 0.01, 0.1, "
                        "1); 0 is FedAvg over the active clients")
     BOUNDS = {"mu": (">= 0", lambda v: v >= 0)}
+
+    def label(self) -> str:
+        return "FedProx"

@@ -10,3 +10,9 @@ class FedSWEOptions(AlgorithmOptions):
     echo_clip: float | None = option(None, "L2 clip of the averaged echoed update (the FedAWE authors' code uses 0.5); "
                                      "null: off")
     BOUNDS = {"k": (">= 0", lambda v: v >= 0), "echo_clip": ("positive or null", lambda v: v is None or v > 0)}
+
+    def label(self) -> str:
+        return f"FedSWE (k = {self.k:g})"
+
+    def identity(self) -> str:
+        return f"fedswe_k{self.k:g}"

@@ -9,3 +9,6 @@ class GFedAvgOptions(AlgorithmOptions):
                                   "asserts η ≥ 1; FedSWE App. H uses 10)")
     period: int = option(100, "P ≥ 1: rounds between amplified global steps (FedSWE App. H uses 100)")
     BOUNDS = {"amplification": (">= 1", lambda v: v >= 1), "period": (">= 1", lambda v: v >= 1)}
+
+    def label(self) -> str:
+        return "gFedAvg"

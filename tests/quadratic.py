@@ -72,7 +72,7 @@ def simulate(algorithm: Algorithm, targets: torch.Tensor, available: torch.Tenso
             lr=lr(t) if callable(lr) else lr, generator=torch_generator(seed, "algorithm", t))
         state, clients, _ = run_round(algorithm, state, ctx, local_train)
         history.append({"round": t, "clients": clients.tolist(), "x": state["x"].clone(),
-                        **algorithm.round_metrics(state)})
+                        **algorithm.round_metrics(state), **algorithm.eval_metrics(state)})
     return state, history
 
 

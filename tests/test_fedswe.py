@@ -148,7 +148,7 @@ def test_evaluates_server_and_mean_local_model_and_reports_consensus_error():
     assert set(models) == {"global", "local_mean"}
     torch.testing.assert_close(models["local_mean"], torch.tensor([1.0, 1.0], dtype=torch.float64))
     # ‖(−1,−1)‖² + ‖(2,−1)‖² + ‖(−1,2)‖² = 2 + 5 + 5, over m = 3
-    assert algorithm.round_metrics(state)["consensus_error"] == pytest.approx(4.0)
+    assert algorithm.eval_metrics(state)["consensus_error"] == pytest.approx(4.0)
 
 
 def test_defaults_and_validation():

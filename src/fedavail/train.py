@@ -337,12 +337,17 @@ class SeedRun:
             if self.on_time is not None:
                 row["late"] = int((self.trace.available[t] & ~self.on_time).sum())
         row.update(self.algorithm.round_metrics(self.state))
-        models = self.algorithm.eval_models(self.state)
+        evaluated = t % int(training["eval_every"]) == 0 or t >= int(training["rounds"]) - int(training["last_n"])
+        # Every round the server model is checked; the other models an algorithm evaluates (FedSWE's mean of the
+        # local copies, a pass over [m, d]) only on the rounds that evaluate them.
+        models = self.algorithm.eval_models(self.state) if evaluated else \
+            {"global": self.algorithm.server_model(self.state)}
         self.divergence = divergence(models, row["local_loss"], len(clients), int(self.shared.dataset["num_classes"]))
         if self.divergence:
             self.diverged_at = t
             log.warning("%sdiverged at round %d (%s); stopping the run", self.label, t, self.divergence)
-        elif t % int(training["eval_every"]) == 0 or t >= int(training["rounds"]) - int(training["last_n"]):
+        elif evaluated:
+            row.update(self.algorithm.eval_metrics(self.state))
             for name, weights in models.items():
                 suffix = "" if name == "global" else f"_{name}"
                 for split, (x, y) in self.splits.items():

@@ -47,12 +47,22 @@ class Algorithm:
     def aggregate(self, state: State, clients: torch.Tensor, result: LocalResult, ctx: RoundContext) -> State:
         raise NotImplementedError
 
+    def server_model(self, state: State) -> torch.Tensor:
+        """The server model x: checked for divergence every round (the other eval_models on evaluated rounds)."""
+        return state["x"]
+
     def eval_models(self, state: State) -> dict[str, torch.Tensor]:
-        """The model vectors to evaluate, by name; "global" is the one the tables report."""
-        return {"global": state["x"]}
+        """The model vectors to evaluate on the rounds the schedule evaluates, by name; "global" is the server
+        model, the one the tables report."""
+        return {"global": self.server_model(state)}
 
     def round_metrics(self, state: State) -> dict[str, float]:
-        """Extra per-round metrics (e.g. FAST's q, FedSWE's consensus error)."""
+        """Extra metrics logged every round (e.g. FAST's snapshot flag and q)."""
+        return {}
+
+    def eval_metrics(self, state: State) -> dict[str, float]:
+        """Extra metrics logged with each evaluation, on the rounds the schedule evaluates (e.g. FedSWE's consensus
+        error, a pass over its [m, d] table)."""
         return {}
 
 

@@ -86,6 +86,9 @@ class Fast(FastOptions, Algorithm):
     def eval_models(self, state: State) -> dict[str, torch.Tensor]:
         return self.inner.eval_models(state)
 
+    def eval_metrics(self, state: State) -> dict[str, float]:
+        return self.inner.eval_metrics(state)
+
     def round_metrics(self, state: State) -> dict[str, float]:
         """snapshot and q of the round just run; adaptive: also q_signal, the accuracy acc_r it fed to Algorithm 2
         (the report kind fast_q plots both)."""

@@ -16,7 +16,7 @@ place (no O(md) copy per round).
 rescaled to L2 norm `echo_clip` when longer, before η_g; then Σ x_i† = |A_t|·(mean_{A_t} X_i + η_g·clip(...)).
 
 Evaluation: "global" is the server model x; "local_mean" is (1/m) Σ_i X_i, the model the authors' code reports.
-round_metrics: the consensus error (1/m) Σ_i ‖X_i − X̄‖² (FedSWE Fig. 6).
+eval_metrics: the consensus error (1/m) Σ_i ‖X_i − X̄‖² (FedSWE Fig. 6), on evaluated rounds.
 
 Full, always-on participation (every X_i = x^t, t − τ_i = 1): the echoed average is FedAvg-active's x^t + η_g·mean Δ_i,
 so x^{t+1} = (m·x_FedAvg + k·x^t)/(m + k); with k = 0 FedSWE is FedAvg-active step for step."""
@@ -57,7 +57,7 @@ class FedSWE(FedSWEOptions, Algorithm):
     def eval_models(self, state: State) -> dict[str, torch.Tensor]:
         return {"global": state["x"], "local_mean": state["X"].mean(0)}
 
-    def round_metrics(self, state: State) -> dict[str, float]:
+    def eval_metrics(self, state: State) -> dict[str, float]:
         """The consensus error (1/m) Σ_i ‖X_i − X̄‖² (one fused norm: ~5 ms for 100 × 54k on one CPU thread)."""
         local = state["X"]
         return {"consensus_error": torch.linalg.vector_norm(local - local.mean(0)).item() ** 2 / len(local)}

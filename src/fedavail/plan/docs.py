@@ -103,6 +103,9 @@ def generate() -> str:
         *HEAD,
         f"| `algorithm` | string | required | one of: {', '.join(algorithm_options())} |",
         "| `lr` | number | `null` | this algorithm's initial local learning rate η0 (overrides training.local.lr) |",
+        "| `label` | string | its algorithm's label | what tables and figures call this entry (two entries never share "
+        "a label: by default entries whose algorithms give the same label get the settings in which they differ "
+        "appended, `FedAvg over all (global_lr = 10)`, else their entry names; `fedavail.plan.labels`) |",
         *table(AlgorithmOptions)[2:],
         "",
         "`global_lr` is every algorithm's except `fast`'s, which sets it in `base_hyperparameters`.",

@@ -1,7 +1,7 @@
 """Configs that must be refused before any job (unsafe or overlong names, NaN/inf, settings that cannot run together
 or would stall or exhaust a job, repeated YAML keys, YAML 1.1's octal and base-60 numbers, alias bombs, a CUDA
-device the machine lacks), scientific notation read as numbers, long values shortened in messages, and every rule's
-paths quoted in its shell command."""
+device the machine lacks), scientific notation read as numbers, --config overrides read like the files, long values
+shortened in messages, and every rule's paths quoted in its shell command."""
 
 import copy
 import re
@@ -16,7 +16,7 @@ from fedavail.data.prepare import prepare
 from fedavail.plan.checks import TRAIN_SAMPLES
 from fedavail.plan.config import ConfigError
 from fedavail.plan.grid import expand
-from fedavail.plan.load import load_config_file, validate
+from fedavail.plan.load import command_line_overrides, load, load_config_file, validate
 from fedavail.plan.plan import build_plan
 
 
@@ -78,6 +78,41 @@ def test_nan_and_inf_are_refused(edit, message):
     edit(config)
     with pytest.raises(ConfigError, match=message):
         checked(config)
+
+
+def test_command_line_overrides_are_read_like_the_config_files():
+    entries = ["execution={train_threads: 2, seconds_per_round: 1e1}", "seeds=[0, 2]", "execution={log_every: 5}",
+               "algorithms={fedavg_active: {lr: 0.05}}"]
+    assert command_line_overrides(entries) == {"execution": {"train_threads": 2, "seconds_per_round": 10.0,
+                                                             "log_every": 5},
+                                               "seeds": [0, 2], "algorithms": {"fedavg_active": {"lr": 0.05}}}
+    plan = load([REPO / "config/test.yaml"], command_line_overrides(entries))
+    assert plan.execution.train_threads == 2 and plan.config["seeds"] == [0, 2]
+    assert plan.config["algorithms"]["fedavg_active"]["lr"] == 0.05
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("seeds=[0, 010]", r"--config seeds, line 1: '010' is another number in YAML 1\.1"),
+    ("execution={train_threads: 2, train_threads: 3}", r"--config execution: key 'train_threads' appears twice"),
+    ("seeds=[0, 1", r"--config 'seeds=\[0, 1' is not valid YAML"),
+    ("execution={train_threads: '2'}", r"execution\.train_threads: '2' is not of type 'integer'"),
+    ("execution={seconds_per_round: .nan}", r"execution\.seconds_per_round: nan is not a finite number"),
+])
+def test_command_line_overrides_are_refused_like_the_config_files(entry, message):
+    with pytest.raises(ConfigError, match=message):
+        load([REPO / "config/test.yaml"], command_line_overrides([entry]))
+
+
+def test_workflow_takes_numbers_from_the_command_line(tmp_path):
+    """Snakemake's own reading of --config made the 2 a string ("'2' is not of type 'integer'")."""
+    workdir = copy_workflow(tmp_path / "wf")
+    result = snakemake(workdir, "-n", "-p", "--cores", "4", "--configfile", "config/test.yaml", "--config",
+                       "execution={train_threads: 2, seeds_per_job: all}", "seeds=[0, 2]")
+    commands = [line for line in result.stdout.splitlines() if "fedavail train-seeds" in line]
+    assert len(commands) == 2 and all("--threads 2 " in line and "seed2.npz" in line for line in commands)
+    result = snakemake(workdir, "-n", "--configfile", "config/test.yaml", "--config", "seeds=[0, 010]", check=False)
+    assert result.returncode != 0
+    assert "--config seeds, line 1: '010' is another number in YAML 1.1" in result.stdout + result.stderr
 
 
 def _use_algorithm(c, spec):

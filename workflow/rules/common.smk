@@ -12,16 +12,18 @@ import fedavail.integrity as fi
 import fedavail.plan.config as fc
 import fedavail.plan.paths as fp
 from fedavail.launcher import malloc_assignments
-from fedavail.plan.load import load
+from fedavail.plan.load import command_line_overrides, load
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
 from snakemake.exceptions import WorkflowError
 
 # Snakemake reads config files with YAML 1.1 and lets a repeated key silently win. Re-read the same files strictly
 # (a repeated key is an error, 1e-3 is a number), expand grids and algorithm sets, validate against the schema and
-# resolve the Plan (fedavail.plan.load); --config KEY=VALUE still wins. Rules read the checked config and the Plan.
+# resolve the Plan (fedavail.plan.load); --config KEY=VALUE still wins, its VALUE read by the same strict reader
+# (Snakemake's own reading makes the 2 of `execution={train_threads: 2}` a string). Rules read the checked config and
+# the Plan.
 try:
-    PLAN = load(workflow.configfiles, dict(workflow.config_settings.config))
+    PLAN = load(workflow.configfiles, command_line_overrides(workflow.config_settings.config_args))
 except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 config.clear()

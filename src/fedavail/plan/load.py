@@ -110,6 +110,27 @@ def load_config_file(path: str | Path) -> dict:
     return loaded
 
 
+def read_override(entry: str) -> dict:
+    """One --config KEY=VALUE entry as {KEY: value}, VALUE read as YAML by the reader of the config files, so that
+    `execution={train_threads: 2}` gives the number 2. (Snakemake reads the entry itself first: the first of int, float
+    and True/False that parses VALUE, else YAML with every scalar a string, '2'; fedavail uses its own reading.)"""
+    key, _, text = entry.partition("=")
+    loader = StrictLoader(text)
+    loader.name = f"--config {key}"
+    try:
+        return {key: loader.get_single_data()}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"--config {shorten(entry)} is not valid YAML: {error}") from error
+    finally:
+        loader.dispose()
+
+
+def command_line_overrides(entries) -> dict:
+    """Snakemake's --config entries (workflow.config_settings.config_args: those of the command line and the
+    profiles, as Snakemake passes them on to cluster jobs) as one mapping, later entries merged over earlier ones."""
+    return functools.reduce(merge, map(read_override, entries or ()), {})
+
+
 def load_config(paths, overrides: dict | None = None) -> dict:
     """The config files, read strictly and merged in order, then `overrides` (Snakemake's --config), with grids and
     sets expanded."""

@@ -1,6 +1,7 @@
 # Helpers shared by the rules: the config read strictly and validated, then the Plan every rule reads its jobs from
 # (fedavail.plan.plan), damaged files set aside, and the job grid.
 import functools
+import hashlib
 import math
 import os
 import shlex
@@ -42,6 +43,31 @@ wildcard_constraints:
     experiment=r"[^/]+",
     algorithm=r"[^/]+",
     report=r"[^/]+",
+
+
+def derived(spec):
+    """`spec`, a function of a job's wildcards, as a params function that Snakemake counts as derived (it takes
+    `output`): the job's command receives the value, but Snakemake neither compares it with the last run's nor prints
+    it in a dry run's reasons. sha256_of(spec) is the param that reruns the job when the value changes."""
+    return lambda wildcards, output: spec(wildcards)
+
+
+def sha256_of(spec):
+    """The sha256 of the JSON `spec` gives a job: the param that reruns the job exactly when the spec changes, shown in
+    a dry run's reasons as 64 characters instead of the whole spec."""
+    return lambda wildcards: hashlib.sha256(spec(wildcards).encode()).hexdigest()
+
+
+def dataset_spec(wildcards):
+    return fc.as_json(PLAN.datasets[wildcards.dataset])
+
+
+def partition_spec(wildcards):
+    return fc.as_json(PLAN.partitions[wildcards.partition])
+
+
+def trace_spec(wildcards):
+    return fc.as_json(PLAN.traces[wildcards.trace])
 
 
 def prepared_file(dataset):
@@ -228,7 +254,7 @@ def batch_outputs(batch, name):
     return [f"{run.directory}/{name}" for run in batch.runs]
 
 
-def batch_specs(batch):
+def batch_specs(batch, wildcards):
     return fc.as_json(list(batch.specs))
 
 

@@ -5,6 +5,7 @@ shortened in messages, and every rule's paths quoted in its shell command."""
 
 import copy
 import re
+import shutil
 import subprocess
 import sys
 
@@ -16,7 +17,7 @@ from fedavail.data.prepare import prepare
 from fedavail.plan.checks import TRAIN_SAMPLES
 from fedavail.plan.config import ConfigError
 from fedavail.plan.grid import expand
-from fedavail.plan.load import command_line_overrides, load, load_config_file, validate
+from fedavail.plan.load import check_config_files, command_line_overrides, load, load_config_file, validate
 from fedavail.plan.plan import build_plan
 
 
@@ -258,6 +259,46 @@ def test_workflow_refuses_an_alias_bomb(tmp_path):
     """Before, validating the expanded bomb hung for minutes (the subprocess is killed after 120 s)."""
     _, returncode, output = _workflow_with(tmp_path, (REPO / "config/test.yaml").read_text() + laughs(), timeout=120)
     assert returncode != 0 and "more than MAX_NODES = 100,000" in output, output
+
+
+def mapping_laughs(levels: int = 9) -> str:
+    """A "billion laughs" of mappings, which Snakemake's own loader expands (minutes, gigabytes)."""
+    lines = ['l0: &l0 "lol"'] + [f"l{i}: &l{i} {{{', '.join(f'{k}: *l{i - 1}' for k in 'abcdefghi')}}}"
+                                 for i in range(1, levels + 1)]
+    return "bomb:\n" + "".join(f"  {line}\n" for line in lines)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("seeds: [0]\nexecution:\n\ttrain_threads: 1\n", r"found character '\\t' .*\n  in \"\S*c\.yaml\", line 3"),
+    ("seeds: [0\nexecution: {}\n", r"while parsing a flow sequence\n  in \"\S*c\.yaml\", line 1"),
+    (mapping_laughs(), r"c\.yaml: with its aliases \(\*name\) expanded the document has [0-9,]+ nodes"),
+])
+def test_config_files_are_checked_with_file_and_line(tmp_path, text, problem):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(SystemExit, match=rf"(?s)^invalid config: .*{problem}"):
+        check_config_files([tmp_path / "missing.yaml", path])
+    result = subprocess.run([sys.executable, "-m", "fedavail.plan.load", str(path)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1 and re.search(rf"(?s)^invalid config: .*{problem}", result.stderr), result.stderr
+
+
+def test_workflow_names_the_file_and_line_of_a_yaml_error_before_snakemake_reads_it(tmp_path):
+    """Snakemake's loader says only "Config file is not valid JSON or YAML"; the profiles (read first) and the
+    Snakefile (for the default config) read the files strictly before it does."""
+    workdir = copy_workflow(tmp_path / "wf")
+    shutil.copytree(REPO / "profiles", workdir / "profiles")
+    (workdir / "config/tab.yaml").write_text("seeds: [0]\nexecution:\n\ttrain_threads: 1\n")
+    (workdir / "config/bomb.yaml").write_text((REPO / "config/test.yaml").read_text() + mapping_laughs())
+    for args in (["--configfile", "config/tab.yaml"], ["--workflow-profile", "profiles/slurm", "--configfile",
+                                                      "config/test.yaml", "config/tab.yaml"]):
+        result = snakemake(workdir, "-n", *args, check=False)
+        assert result.returncode == 1 and 'in "config/tab.yaml", line 3, column 1' in result.stderr, result.stderr
+    result = snakemake(workdir, "-n", "--configfile", "config/bomb.yaml", check=False, timeout=120)
+    assert result.returncode == 1 and "more than MAX_NODES" in result.stderr, result.stderr
+    shutil.copy(workdir / "config/tab.yaml", workdir / "config/config.yaml")
+    result = snakemake(workdir, "-n", "--workflow-profile", "none", check=False)
+    assert result.returncode == 1 and 'in "config/config.yaml", line 3, column 1' in result.stderr, result.stderr
 
 
 def test_a_config_that_asks_for_yte_templating_is_refused(tmp_path):

@@ -283,11 +283,25 @@ def test_config_files_are_checked_with_file_and_line(tmp_path, text, problem):
     assert result.returncode == 1 and re.search(rf"(?s)^invalid config: .*{problem}", result.stderr), result.stderr
 
 
+def _workflow_with_profiles(tmp_path):
+    workdir = copy_workflow(tmp_path / "wf")
+    shutil.copytree(REPO / "profiles", workdir / "profiles")
+    return workdir
+
+
+def test_workflow_refuses_a_yte_config_before_snakemake_runs_it(tmp_path):
+    workdir = _workflow_with_profiles(tmp_path)
+    (workdir / "config/yte.yaml").write_text((REPO / "config/test.yaml").read_text() + "__use_yte__: true\n"
+                                             "__definitions__:\n  - open('pwned', 'w').close()\n")
+    result = snakemake(workdir, "-n", "--configfile", "config/yte.yaml", check=False)
+    assert result.returncode == 1 and "__use_yte__ makes Snakemake evaluate the file" in result.stderr, result.stderr
+    assert not (workdir / "pwned").exists()
+
+
 def test_workflow_names_the_file_and_line_of_a_yaml_error_before_snakemake_reads_it(tmp_path):
     """Snakemake's loader says only "Config file is not valid JSON or YAML"; the profiles (read first) and the
     Snakefile (for the default config) read the files strictly before it does."""
-    workdir = copy_workflow(tmp_path / "wf")
-    shutil.copytree(REPO / "profiles", workdir / "profiles")
+    workdir = _workflow_with_profiles(tmp_path)
     (workdir / "config/tab.yaml").write_text("seeds: [0]\nexecution:\n\ttrain_threads: 1\n")
     (workdir / "config/bomb.yaml").write_text((REPO / "config/test.yaml").read_text() + mapping_laughs())
     for args in (["--configfile", "config/tab.yaml"], ["--workflow-profile", "profiles/slurm", "--configfile",

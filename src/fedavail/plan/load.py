@@ -107,7 +107,7 @@ def load_config_file(path: str | Path) -> dict:
         raise ConfigError(f"{path}: a config file must be a mapping of keys, got {type(loaded).__name__}")
     if YTE_KEY in loaded:
         raise ConfigError(f"{path}: {YTE_KEY} makes Snakemake evaluate the file as a YTE template, running the Python "
-                          f"in it (it already did while loading it); fedavail configs are data: remove the key")
+                          f"in it when it reads the file; fedavail configs are data: remove the key")
     return loaded
 
 

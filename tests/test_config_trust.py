@@ -1,10 +1,11 @@
 """Configs that must be refused before any job (unsafe or overlong names, NaN/inf, settings that cannot run together
 or would stall or exhaust a job, repeated YAML keys, YAML 1.1's octal and base-60 numbers, alias bombs, a CUDA
-device the machine lacks), scientific notation read as numbers, long values shortened in messages, and every rule's
-paths quoted in its shell command."""
+device the machine lacks), scientific notation read as numbers, --config overrides read like the files, long values
+shortened in messages, and every rule's paths quoted in its shell command."""
 
 import copy
 import re
+import shutil
 import subprocess
 import sys
 
@@ -16,7 +17,7 @@ from fedavail.data.prepare import prepare
 from fedavail.plan.checks import TRAIN_SAMPLES
 from fedavail.plan.config import ConfigError
 from fedavail.plan.grid import expand
-from fedavail.plan.load import load_config_file, validate
+from fedavail.plan.load import check_config_files, command_line_overrides, load, load_config_file, validate
 from fedavail.plan.plan import build_plan
 
 
@@ -78,6 +79,41 @@ def test_nan_and_inf_are_refused(edit, message):
     edit(config)
     with pytest.raises(ConfigError, match=message):
         checked(config)
+
+
+def test_command_line_overrides_are_read_like_the_config_files():
+    entries = ["execution={train_threads: 2, seconds_per_round: 1e1}", "seeds=[0, 2]", "execution={log_every: 5}",
+               "algorithms={fedavg_active: {lr: 0.05}}"]
+    assert command_line_overrides(entries) == {"execution": {"train_threads": 2, "seconds_per_round": 10.0,
+                                                             "log_every": 5},
+                                               "seeds": [0, 2], "algorithms": {"fedavg_active": {"lr": 0.05}}}
+    plan = load([REPO / "config/test.yaml"], command_line_overrides(entries))
+    assert plan.execution.train_threads == 2 and plan.config["seeds"] == [0, 2]
+    assert plan.config["algorithms"]["fedavg_active"]["lr"] == 0.05
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("seeds=[0, 010]", r"--config seeds, line 1: '010' is another number in YAML 1\.1"),
+    ("execution={train_threads: 2, train_threads: 3}", r"--config execution: key 'train_threads' appears twice"),
+    ("seeds=[0, 1", r"--config 'seeds=\[0, 1' is not valid YAML"),
+    ("execution={train_threads: '2'}", r"execution\.train_threads: '2' is not of type 'integer'"),
+    ("execution={seconds_per_round: .nan}", r"execution\.seconds_per_round: nan is not a finite number"),
+])
+def test_command_line_overrides_are_refused_like_the_config_files(entry, message):
+    with pytest.raises(ConfigError, match=message):
+        load([REPO / "config/test.yaml"], command_line_overrides([entry]))
+
+
+def test_workflow_takes_numbers_from_the_command_line(tmp_path):
+    """Snakemake's own reading of --config made the 2 a string ("'2' is not of type 'integer'")."""
+    workdir = copy_workflow(tmp_path / "wf")
+    result = snakemake(workdir, "-n", "-p", "--cores", "4", "--configfile", "config/test.yaml", "--config",
+                       "execution={train_threads: 2, seeds_per_job: all}", "seeds=[0, 2]")
+    commands = [line for line in result.stdout.splitlines() if "fedavail train-seeds" in line]
+    assert len(commands) == 2 and all("--threads 2 " in line and "seed2.npz" in line for line in commands)
+    result = snakemake(workdir, "-n", "--configfile", "config/test.yaml", "--config", "seeds=[0, 010]", check=False)
+    assert result.returncode != 0
+    assert "--config seeds, line 1: '010' is another number in YAML 1.1" in result.stdout + result.stderr
 
 
 def _use_algorithm(c, spec):
@@ -223,6 +259,60 @@ def test_workflow_refuses_an_alias_bomb(tmp_path):
     """Before, validating the expanded bomb hung for minutes (the subprocess is killed after 120 s)."""
     _, returncode, output = _workflow_with(tmp_path, (REPO / "config/test.yaml").read_text() + laughs(), timeout=120)
     assert returncode != 0 and "more than MAX_NODES = 100,000" in output, output
+
+
+def mapping_laughs(levels: int = 9) -> str:
+    """A "billion laughs" of mappings, which Snakemake's own loader expands (minutes, gigabytes)."""
+    lines = ['l0: &l0 "lol"'] + [f"l{i}: &l{i} {{{', '.join(f'{k}: *l{i - 1}' for k in 'abcdefghi')}}}"
+                                 for i in range(1, levels + 1)]
+    return "bomb:\n" + "".join(f"  {line}\n" for line in lines)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("seeds: [0]\nexecution:\n\ttrain_threads: 1\n", r"found character '\\t' .*\n  in \"\S*c\.yaml\", line 3"),
+    ("seeds: [0\nexecution: {}\n", r"while parsing a flow sequence\n  in \"\S*c\.yaml\", line 1"),
+    (mapping_laughs(), r"c\.yaml: with its aliases \(\*name\) expanded the document has [0-9,]+ nodes"),
+])
+def test_config_files_are_checked_with_file_and_line(tmp_path, text, problem):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(SystemExit, match=rf"(?s)^invalid config: .*{problem}"):
+        check_config_files([tmp_path / "missing.yaml", path])
+    result = subprocess.run([sys.executable, "-m", "fedavail.plan.load", str(path)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1 and re.search(rf"(?s)^invalid config: .*{problem}", result.stderr), result.stderr
+
+
+def _workflow_with_profiles(tmp_path):
+    workdir = copy_workflow(tmp_path / "wf")
+    shutil.copytree(REPO / "profiles", workdir / "profiles")
+    return workdir
+
+
+def test_workflow_refuses_a_yte_config_before_snakemake_runs_it(tmp_path):
+    workdir = _workflow_with_profiles(tmp_path)
+    (workdir / "config/yte.yaml").write_text((REPO / "config/test.yaml").read_text() + "__use_yte__: true\n"
+                                             "__definitions__:\n  - open('pwned', 'w').close()\n")
+    result = snakemake(workdir, "-n", "--configfile", "config/yte.yaml", check=False)
+    assert result.returncode == 1 and "__use_yte__ makes Snakemake evaluate the file" in result.stderr, result.stderr
+    assert not (workdir / "pwned").exists()
+
+
+def test_workflow_names_the_file_and_line_of_a_yaml_error_before_snakemake_reads_it(tmp_path):
+    """Snakemake's loader says only "Config file is not valid JSON or YAML"; the profiles (read first) and the
+    Snakefile (for the default config) read the files strictly before it does."""
+    workdir = _workflow_with_profiles(tmp_path)
+    (workdir / "config/tab.yaml").write_text("seeds: [0]\nexecution:\n\ttrain_threads: 1\n")
+    (workdir / "config/bomb.yaml").write_text((REPO / "config/test.yaml").read_text() + mapping_laughs())
+    for args in (["--configfile", "config/tab.yaml"], ["--workflow-profile", "profiles/slurm", "--configfile",
+                                                      "config/test.yaml", "config/tab.yaml"]):
+        result = snakemake(workdir, "-n", *args, check=False)
+        assert result.returncode == 1 and 'in "config/tab.yaml", line 3, column 1' in result.stderr, result.stderr
+    result = snakemake(workdir, "-n", "--configfile", "config/bomb.yaml", check=False, timeout=120)
+    assert result.returncode == 1 and "more than MAX_NODES" in result.stderr, result.stderr
+    shutil.copy(workdir / "config/tab.yaml", workdir / "config/config.yaml")
+    result = snakemake(workdir, "-n", "--workflow-profile", "none", check=False)
+    assert result.returncode == 1 and 'in "config/config.yaml", line 3, column 1' in result.stderr, result.stderr
 
 
 def test_a_config_that_asks_for_yte_templating_is_refused(tmp_path):

@@ -2,10 +2,11 @@
 the job list of a dry run (never from timings)."""
 
 import os
+import re
 
 import pytest
 import yaml
-from tiny_run import copy_finished_run, planned_jobs, private_src
+from tiny_run import copy_finished_run, planned_jobs, private_src, snakemake
 from workflow_helpers import REPO
 
 from fedavail.plan.load import load_config
@@ -62,6 +63,16 @@ def test_full_run_leaves_nothing_to_do(run):
 def test_learning_rate_reruns_that_algorithm_and_the_reports(run):
     edit_config(run, lambda c: c["algorithms"]["fedavg_active"].update(lr=0.05))
     assert_reruns(run, {train("fedavg_active", s) for s in SEEDS})
+
+
+def test_a_dry_run_shows_a_changed_spec_as_two_digests(run):
+    """The reason a job reruns names the sha256 of its spec before and now, not the whole JSON of both."""
+    edit_config(run, lambda c: c["algorithms"]["fedavg_active"].update(lr=0.05))
+    output = snakemake(run, "--dry-run", "--configfile", "config/test.yaml").stdout
+    reasons = [line for line in output.splitlines() if "Params have changed" in line]
+    assert len(reasons) == len(SEEDS), output
+    for line in reasons:
+        assert re.search(r"before: '[0-9a-f]{64}' now: '[0-9a-f]{64}' *$", line) and "{" not in line, line
 
 
 def test_new_seed_runs_only_its_jobs_and_the_reports(run):

@@ -43,8 +43,10 @@ def save_checkpoint(path: str | Path, *, fingerprint: str, tensors: dict[str, di
     meta = json.dumps({"format": FORMAT, "fingerprint": fingerprint, "rows": rows, "next_round": int(next_round),
                        "elapsed": float(elapsed), "threads": int(threads), "batched": bool(batched)})
     groups = {group: {name: t.detach().cpu() for name, t in named.items()} for group, named in tensors.items()}
-    with atomic_path(path) as tmp:
-        torch.save({"meta": meta, "tensors": groups, "sha256": content_sha256(meta, groups)}, tmp)
+    # Through a Python file object: torch's own file writer reports a full disk only as "unexpected pos", with no
+    # errno, while a Python write raises the OSError that atomic_path turns into NoRoomError.
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        torch.save({"meta": meta, "tensors": groups, "sha256": content_sha256(meta, groups)}, f)
 
 
 def set_aside(path: Path, reason: str) -> Path:

@@ -1,6 +1,7 @@
 """Atomic file writing: a killed job never leaves a file that looks complete."""
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -9,13 +10,21 @@ from pathlib import Path
 
 import numpy as np
 
+from fedavail.integrity import damage
+
 
 class UnreadableFileError(ValueError):
-    """A stage's input file that is damaged (truncated, zero bytes) or not what it should be."""
+    """A stage's input file that is damaged (truncated, zero bytes) or not what it should be. The message says what a
+    rerun does with it: the workflow sets aside only files that fedavail.integrity finds damaged, not a whole file
+    that holds the wrong content (a pickle that the prepared-data reader refuses, a trace in a partition's place)."""
 
     def __init__(self, path: str | os.PathLike, what: str, error: BaseException | str):
-        super().__init__(f"{what} {path} is unreadable ({error}); delete it and rerun the workflow, which rebuilds it "
-                         "(a rerun also sets damaged files aside by itself)")
+        if damage(path):
+            hint = "rerun the workflow, which sets it aside and rebuilds it (or delete it and rerun)"
+        else:
+            hint = ("it reads back as a whole file, so a rerun does not set it aside: delete it and rerun the "
+                    "workflow, which rebuilds it")
+        super().__init__(f"{what} {path} is unreadable ({error}); {hint}")
         self.path = Path(path)
 
 
@@ -30,9 +39,34 @@ def reading(path: str | os.PathLike, what: str):
         raise UnreadableFileError(path, what, error) from error
 
 
+# Why a write ran out of room, by errno: a full file system, a used-up quota, a file-size limit.
+NO_ROOM = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is used up",
+           errno.EFBIG: "the file would exceed the file-size limit (ulimit -f)"}
+
+
+class NoRoomError(OSError):
+    """A write that ran out of room, naming the file it was writing (torch's own message for it is "unexpected pos")."""
+
+    def __init__(self, path: Path, cause: OSError):
+        super().__init__(cause.errno, f"could not write {path}: {NO_ROOM[cause.errno]}; make room and rerun: files "
+                                      f"written before are kept, and training resumes from its last checkpoint")
+        self.path = path
+
+
+def out_of_room(error: BaseException | None) -> OSError | None:
+    """The OSError in `error`'s chain of causes that says a write ran out of room (torch raises a RuntimeError
+    caused by it), or None."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in NO_ROOM:
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
-    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds. A block that runs out of
+    room (ENOSPC, EDQUOT, EFBIG anywhere in its exception's chain) raises NoRoomError naming `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -41,10 +75,13 @@ def atomic_path(path: str | os.PathLike):
         yield Path(tmp)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        raise
+        cause = out_of_room(error)
+        if cause is None or isinstance(error, NoRoomError):
+            raise
+        raise NoRoomError(path, cause) from error
 
 
 def remove_temporaries(directory: str | os.PathLike) -> None:

@@ -1,6 +1,7 @@
 # Helpers shared by the rules: the config read strictly and validated, then the Plan every rule reads its jobs from
 # (fedavail.plan.plan), damaged files set aside, and the job grid.
 import functools
+import hashlib
 import math
 import os
 import shlex
@@ -12,16 +13,18 @@ import fedavail.integrity as fi
 import fedavail.plan.config as fc
 import fedavail.plan.paths as fp
 from fedavail.launcher import malloc_assignments
-from fedavail.plan.load import load
+from fedavail.plan.load import command_line_overrides, load
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
 from snakemake.exceptions import WorkflowError
 
 # Snakemake reads config files with YAML 1.1 and lets a repeated key silently win. Re-read the same files strictly
 # (a repeated key is an error, 1e-3 is a number), expand grids and algorithm sets, validate against the schema and
-# resolve the Plan (fedavail.plan.load); --config KEY=VALUE still wins. Rules read the checked config and the Plan.
+# resolve the Plan (fedavail.plan.load); --config KEY=VALUE still wins, its VALUE read by the same strict reader
+# (Snakemake's own reading makes the 2 of `execution={train_threads: 2}` a string). Rules read the checked config and
+# the Plan.
 try:
-    PLAN = load(workflow.configfiles, dict(workflow.config_settings.config))
+    PLAN = load(workflow.configfiles, command_line_overrides(workflow.config_settings.config_args))
 except fc.ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 config.clear()
@@ -40,6 +43,31 @@ wildcard_constraints:
     experiment=r"[^/]+",
     algorithm=r"[^/]+",
     report=r"[^/]+",
+
+
+def derived(spec):
+    """`spec`, a function of a job's wildcards, as a params function that Snakemake counts as derived (it takes
+    `output`): the job's command receives the value, but Snakemake neither compares it with the last run's nor prints
+    it in a dry run's reasons. sha256_of(spec) is the param that reruns the job when the value changes."""
+    return lambda wildcards, output: spec(wildcards)
+
+
+def sha256_of(spec):
+    """The sha256 of the JSON `spec` gives a job: the param that reruns the job exactly when the spec changes, shown in
+    a dry run's reasons as 64 characters instead of the whole spec."""
+    return lambda wildcards: hashlib.sha256(spec(wildcards).encode()).hexdigest()
+
+
+def dataset_spec(wildcards):
+    return fc.as_json(PLAN.datasets[wildcards.dataset])
+
+
+def partition_spec(wildcards):
+    return fc.as_json(PLAN.partitions[wildcards.partition])
+
+
+def trace_spec(wildcards):
+    return fc.as_json(PLAN.traces[wildcards.trace])
 
 
 def prepared_file(dataset):
@@ -226,7 +254,7 @@ def batch_outputs(batch, name):
     return [f"{run.directory}/{name}" for run in batch.runs]
 
 
-def batch_specs(batch):
+def batch_specs(batch, wildcards):
     return fc.as_json(list(batch.specs))
 
 

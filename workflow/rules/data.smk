@@ -30,7 +30,8 @@ rule prepare_paper_dataset:
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=lambda w: fc.as_json(PLAN.datasets[w.dataset]),
+        spec=derived(dataset_spec),
+        spec_sha256=sha256_of(dataset_spec),
         raw_sha256=raw_file_sha256,
     shell:
         "fedavail prepare {wildcards.dataset:q} --raw-dir data/raw/{wildcards.dataset:q} --out {output:q} "
@@ -47,6 +48,7 @@ rule prepare_bundled_dataset:
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=lambda w: fc.as_json(PLAN.datasets[w.dataset]),
+        spec=derived(dataset_spec),
+        spec_sha256=sha256_of(dataset_spec),
     shell:
         "fedavail prepare {wildcards.dataset:q} --out {output:q} --spec {params.spec:q} > {log:q} 2>&1"

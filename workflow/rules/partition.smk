@@ -19,7 +19,8 @@ rule partition:
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=lambda w: fc.as_json(PLAN.partitions[w.partition]),
+        spec=derived(partition_spec),
+        spec_sha256=sha256_of(partition_spec),
     shell:
         "fedavail partition --prepared {input:q} --seed {wildcards.seed:q} --spec {params.spec:q} "
         "--out {output.npz:q} --stats {output.stats:q} --figure {output.figure:q} > {log:q} 2>&1"

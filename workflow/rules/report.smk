@@ -25,8 +25,9 @@ rule report_table:
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=report_spec,
-        run_dirs=report_run_dirs,
+        spec=derived(report_spec),
+        spec_sha256=sha256_of(report_spec),
+        run_dirs=derived(report_run_dirs),
         caption=report_caption,
         out=report_out,
     shell:

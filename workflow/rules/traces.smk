@@ -19,7 +19,8 @@ rule trace:
     conda:
         "../envs/fedavail.yaml"
     params:
-        spec=lambda w: fc.as_json(PLAN.traces[w.trace]),
+        spec=derived(trace_spec),
+        spec_sha256=sha256_of(trace_spec),
         partition=trace_partition_option,
         records_sha256=trace_records_sha256,
     shell:

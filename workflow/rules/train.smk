@@ -2,7 +2,8 @@
 # batch of runs that share a dataset and every training and algorithm setting, trained in one process (seeds_per_job:
 # all: one interpreter start for many runs; on GPUs one vmap over all their clients). Either way exactly one rule
 # writes each run's files. A job's params are exactly its own config slice and the hash of the code it runs
-# (fedavail.plan.sources), so a changed setting or edited code reruns only the runs it affects. Two rule families,
+# (fedavail.plan.sources), so a changed setting or edited code reruns only the runs it affects; the slice reruns a job
+# through its digest (sha256_of, in common.smk), so that a dry run's reasons do not print it. Two rule families,
 # because a rule's outputs are a fixed list of patterns: a batch's files need a rule of their own, while one job per
 # run is one rule, `train`, with a {seed} wildcard, the name that profiles and --set-resources train:... address.
 
@@ -29,7 +30,8 @@ if EXECUTION.seeds_per_job == 1:
             mem_mb=train_mem_mb,
             runtime=train_runtime,
         params:
-            spec=train_spec,
+            spec=derived(train_spec),
+            spec_sha256=sha256_of(train_spec),
             code=train_code_sha256,
             execution=train_execution_options,
             malloc=malloc_environment,
@@ -67,7 +69,8 @@ else:
                 mem_mb=train_mem_mb,
                 runtime=functools.partial(batch_runtime, batch),
             params:
-                spec=batch_specs(batch),
+                spec=derived(functools.partial(batch_specs, batch)),
+                spec_sha256=sha256_of(functools.partial(batch_specs, batch)),
                 code=PLAN.training_code_sha256(batch.runs[0].algorithm),
                 out_dirs=batch_out_dirs,
                 execution=train_execution_options,

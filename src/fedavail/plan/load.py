@@ -8,6 +8,7 @@ than it shows (010 is 8, 1:00 is 60) is an error, and a document whose aliases e
 import copy
 import functools
 import re
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -106,8 +107,55 @@ def load_config_file(path: str | Path) -> dict:
         raise ConfigError(f"{path}: a config file must be a mapping of keys, got {type(loaded).__name__}")
     if YTE_KEY in loaded:
         raise ConfigError(f"{path}: {YTE_KEY} makes Snakemake evaluate the file as a YTE template, running the Python "
-                          f"in it (it already did while loading it); fedavail configs are data: remove the key")
+                          f"in it when it reads the file; fedavail configs are data: remove the key")
     return loaded
+
+
+def check_config_files(paths) -> None:
+    """Read each config file strictly before Snakemake reads it, and exit with the first problem: Snakemake's loader
+    says only "not valid JSON or YAML" for a YAML syntax or tab error, naming neither file nor line, and builds every
+    alias of a document whose aliases nest mappings (minutes and gigabytes for a few hundred bytes). A missing file is
+    left to Snakemake, which names it."""
+    for path in paths:
+        try:
+            load_config_file(path)
+        except FileNotFoundError:
+            continue
+        except ConfigError as error:
+            raise SystemExit(f"invalid config: {error}") from None
+
+
+def check_command_line_config_files(argv: list[str] | None = None) -> None:
+    """check_config_files for the files that Snakemake's command line names (--configfile), called by the workflow
+    profiles (profiles/*/config.yaml), which Snakemake reads before the config files."""
+    from snakemake.cli import get_argument_parser
+
+    try:
+        args, _ = get_argument_parser().parse_known_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit:  # a command line Snakemake refuses: it says why itself
+        return
+    check_config_files(args.configfile or ())
+
+
+def read_override(entry: str) -> dict:
+    """One --config KEY=VALUE entry as {KEY: value}, VALUE read as YAML by the reader of the config files, so that
+    `execution={train_threads: 2}` gives the number 2. (Snakemake reads the entry itself first: the first of int, float
+    and True/False that parses VALUE, else YAML with every scalar a string, '2'; fedavail uses its own reading.)"""
+    key, _, text = entry.partition("=")
+    loader = StrictLoader(text)
+    loader.name = f"--config {key}"
+    try:
+        return {key: loader.get_single_data()}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"--config {shorten(entry)} is not valid YAML: {error}") from error
+    finally:
+        loader.dispose()
+
+
+def command_line_overrides(entries) -> dict:
+    """Snakemake's --config entries (workflow.config_settings.config_args: those of the command line and the
+    profiles, as Snakemake passes them on to cluster jobs) as one mapping, later entries merged over earlier ones."""
+    return functools.reduce(merge, map(read_override, entries or ()), {})
 
 
 def load_config(paths, overrides: dict | None = None) -> dict:
@@ -140,3 +188,11 @@ def load(paths, overrides: dict | None = None) -> Plan:
     config = load_config(paths, overrides)
     validate(config)
     return build_plan(config)
+
+
+if __name__ == "__main__":  # python -m fedavail.plan.load CONFIG...: check config files as the workflow does
+    check_config_files(sys.argv[1:])
+    try:
+        load(sys.argv[1:])
+    except ConfigError as error:
+        raise SystemExit(f"invalid config: {error}") from None

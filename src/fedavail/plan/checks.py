@@ -75,10 +75,9 @@ def resolve_entries(config: dict) -> tuple:
             raise ConfigError(f"partitions.{name}.dataset: {shorten(spec.get('dataset'))} is not one of {DATASETS}")
         partitions[name] = _wrap(f"partitions.{name}", partition_spec, config, name)
     traces = {name: _resolve_trace(config, name) for name in config["traces"]}
-    specs = {name: trace_spec(model) for name, model in traces.items()}
     algorithms = {name: _wrap(f"algorithms.{name}", resolve_algorithm, spec["algorithm"],
                               without(spec, "algorithm", "lr")) for name, spec in config["algorithms"].items()}
-    local = {name: _resolve_experiment(config, name, specs) for name in config["experiments"]}
+    local = {name: _resolve_experiment(config, name, traces) for name in config["experiments"]}
     return execution, partitions, traces, algorithms, local
 
 
@@ -105,7 +104,7 @@ def _resolve_trace(config: dict, name: str) -> TraceModel:
     return model
 
 
-def _resolve_experiment(config: dict, name: str, traces: dict[str, dict]) -> dict[str, dict]:
+def _resolve_experiment(config: dict, name: str, traces: dict[str, TraceModel]) -> dict[str, dict]:
     """The experiment checked; each of its algorithms' training.local block, resolved."""
     key, experiment = f"experiments.{name}", config["experiments"][name]
     _typed(ExperimentOptions, experiment, key)
@@ -127,7 +126,7 @@ def _resolve_experiment(config: dict, name: str, traces: dict[str, dict]) -> dic
     if trace["rounds"] < training.rounds:
         raise ConfigError(f"{key}.training.rounds: {training.rounds} rounds, but trace {experiment['trace']!r} has "
                           f"only {trace['rounds']}")
-    trace_clients = traces[experiment["trace"]]["num_clients"]
+    trace_clients = traces[experiment["trace"]].num_clients
     partition_clients = config["partitions"][experiment["partition"]].get("num_clients")
     if partition_clients is not None and trace_clients != partition_clients:
         raise ConfigError(f"{key}: trace {experiment['trace']!r} has {trace_clients} clients, partition "

@@ -65,7 +65,6 @@ def stated_trace(config: dict, name: str) -> dict:
     return trace
 
 
-
 @dataclass(frozen=True)
 class Run:
     experiment: str

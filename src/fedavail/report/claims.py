@@ -199,8 +199,9 @@ class _Evaluation:
         known = low.notna() & high.notna()
         test = sign_test(low[known], high[known], bound)
         verdict = {"above": HOLDS, "below": FAILS, None: NOT_RESOLVED}[test.decided()]
-        reason = f"needs ≥ {MIN_PAIRS} seeds" if test.pairs < MIN_PAIRS else \
-            "" if verdict != NOT_RESOLVED else "the sign test does not decide (open pairs count against the claim)"
+        few = "; deciding takes 6 pairs or more" if test.pairs - test.ties < 6 else ""
+        reason = f"needs ≥ {MIN_PAIRS} seeds" if test.pairs < MIN_PAIRS else "" if verdict != NOT_RESOLVED else \
+            f"the sign test does not decide (one-sided p {min(test.p_above, test.p_below):.2g} > {ALPHA:g}{few})"
         if test.pairs < MIN_PAIRS:
             verdict = NOT_RESOLVED
         self.comparisons.append({**comparison, "interval": Interval(math.nan, math.nan, math.nan, test.pairs),

@@ -446,3 +446,15 @@ def test_a_deadline_no_client_can_meet_is_refused_before_the_first_round(tmp_pat
     with pytest.raises(ValueError, match=r"'deadline_s' is 1e-09 s, but no client can ever finish a round in time"):
         run(tmp_path / "data.pt", tmp_path / "partition.npz", tmp_path / "trace.npz", tmp_path / "run", SPEC)
     assert not (tmp_path / "run/metrics.parquet").exists()
+
+
+def test_a_trace_job_resolves_its_spec_once(tmp_path, monkeypatch):
+    from fedavail.availability import models
+
+    calls = []
+    variant = models.resolve_variant
+    monkeypatch.setattr(models, "resolve_variant", lambda spec, registry, *args: calls.append(spec["model"]) or
+                        variant(spec, registry, *args))
+    record = write_intervals(tmp_path / "online.csv", [("a", 0, 25), ("b", 5, 40)])
+    make_trace({"model": "recorded", "availability": record, "round_seconds": 10, "clock": {"sigma": 0.5}}, 2, 3, 0)
+    assert calls == ["recorded"]

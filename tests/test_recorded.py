@@ -290,7 +290,6 @@ def test_the_samples_of_a_round_are_those_the_trainer_plans(tmp_path):
     from fedavail.partitions.partition import make_partition
     from fedavail.plan.experiments import AugmentationOptions
     from fedavail.plan.local import resolve_local
-    from synthetic import image_dataset
 
     dataset = image_dataset()
     partition = make_partition(dataset["train_y"].numpy(), 10, {"scheme": "hetero_dirichlet", "num_clients": 6,

@@ -584,7 +584,8 @@ def test_conversion_to_parquet_reads_what_the_pickle_says_and_refuses_hostile_pi
     for field in ("starts", "ends", "owner", "period", "listed"):
         np.testing.assert_array_equal(getattr(converted, field), getattr(original, field))
     assert converted.clients == original.clients
-    np.testing.assert_array_equal(fedscale_clients(converted, 5, repeat=True), fedscale_clients(original, 5, repeat=True))
+    np.testing.assert_array_equal(fedscale_clients(converted, 5, repeat=True),
+                                  fedscale_clients(original, 5, repeat=True))
     capacity = write_pickle(tmp_path / "client_device_capacity", {5: {"computation": np.float64(3.0),
                                                                        "communication": 7.0}, 2: GOOD_CAPACITY})
     main(["convert-device-record", "capacity", str(capacity), "--out", str(tmp_path / "capacity.parquet")])

@@ -12,7 +12,8 @@ writes, atomically, into OUT_DIR:
   example_client_device_capacity  pickle {client_id: {'computation': ms per sample, 'communication': kbit/s}},
                                   log-normal around 100 ms and 5000 kbit/s
   README.md                       what these files are and where the real ones go
-Client ids are the integers 1..clients. The same arguments give byte-identical files."""
+Client ids are the integers 1..clients. The same arguments give byte-identical files on one machine; another CPU may
+round np.exp's last bit differently, so tests compare the shipped records with regenerated ones within 1e-12."""
 
 import argparse
 import math

@@ -3,6 +3,7 @@ import io
 import json
 import os
 import re
+import time
 import urllib.error
 
 import numpy as np
@@ -155,10 +156,11 @@ def test_unknown_names_are_errors(tmp_path):
         fetch("svhn", tmp_path, allow_network=False, checksums={"extra_32x32.mat": "0" * 32})
 
 
-def test_raw_file_digests_are_cached_by_size_and_mtime(tmp_path, monkeypatch):
+def test_raw_file_digests_are_cached_by_size_mtime_inode_and_ctime(tmp_path, monkeypatch):
     raw, cache = tmp_path / "raw", tmp_path / ".snakemake/fedavail/raw_sha256.json"
     assert raw_sha256("fashion_mnist", raw, cache) == NOT_IN_PLACE and not cache.exists()
     write_fashion_mnist(raw, np.random.default_rng(0))
+    monkeypatch.setattr(raw_digests, "RACY_NS", 0)  # the files were just written; RACY_NS is tested below
     hashed = []
     sha256_of_file = raw_digests.file_sha256
     monkeypatch.setattr(raw_digests, "file_sha256", lambda path: hashed.append(path.name) or sha256_of_file(path))
@@ -180,7 +182,27 @@ def test_raw_file_digests_are_cached_by_size_and_mtime(tmp_path, monkeypatch):
     assert hashed == [replaced.name] and after[replaced.name] == hashlib.sha256(bytes(stat.st_size)).hexdigest()
     assert {f: d for f, d in after.items() if f != replaced.name} == {f: d for f, d in before.items()
                                                                       if f != replaced.name}
+    # Replaced by other content of the same size and modification time (what `cp -p` or `rsync -a` of another file
+    # gives): the inode's change time, which no copy keeps, has it read again.
+    stat = replaced.stat()
+    time.sleep(0.05)  # past the kernel's timestamp granularity, so that the change time ticks
+    replaced.write_bytes(b"\x01" * stat.st_size)
+    os.utime(replaced, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert replaced.stat().st_mtime_ns == stat.st_mtime_ns and replaced.stat().st_size == stat.st_size
+    after = digests()
+    assert hashed == [replaced.name] and after[replaced.name] == hashlib.sha256(b"\x01" * stat.st_size).hexdigest()
     cache.write_text("{not json")  # a damaged cache is only slower
     assert digests() == after and sorted(hashed) == sorted(FASHION_FILES)
     assert digests() == after and hashed == []
     assert [p.name for p in cache.parent.iterdir()] == [cache.name]
+
+
+def test_a_file_changed_just_before_it_was_hashed_is_hashed_again(tmp_path):
+    """Its change time may not have ticked yet when it changes again, so its digest is not cached."""
+    path, cache = tmp_path / "record", tmp_path / "cache.json"
+    path.write_bytes(b"first")
+    assert raw_digests.cached_sha256([path], cache) == [hashlib.sha256(b"first").hexdigest()]
+    stat = path.stat()
+    path.write_bytes(b"other")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert raw_digests.cached_sha256([path], cache) == [hashlib.sha256(b"other").hexdigest()]

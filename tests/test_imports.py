@@ -61,8 +61,8 @@ def test_no_import_cycle_among_fedavail_modules():
 # The floors the Snakefile's DAG building stands on: the plan and, under it, the settings of the stages' domains
 # (availability models, partition schemes) and the modules every layer uses.
 BASE = {"fedavail.integrity", "fedavail.io", "fedavail.options", "fedavail.rng"}  # the README's bottom row
-DOMAIN_SETTINGS = {"fedavail.availability", "fedavail.availability.models", "fedavail.availability.records",
-                   "fedavail.partitions", "fedavail.partitions.schemes"}
+DOMAIN_SETTINGS = {"fedavail.availability", "fedavail.availability.clock", "fedavail.availability.models",
+                   "fedavail.availability.records", "fedavail.partitions", "fedavail.partitions.schemes"}
 
 
 def test_the_plan_layer_imports_only_itself_the_domain_settings_and_the_base():

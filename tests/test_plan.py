@@ -7,6 +7,7 @@ import pytest
 from workflow_helpers import REPO
 
 from fedavail.algorithms import algorithm_class
+from fedavail.availability import models as trace_models
 from fedavail.availability.models import TRACE_MODELS, TraceModel
 from fedavail.data.prepare import BUNDLED_DATASETS, RAW_DATASETS
 from fedavail.models import ARCHITECTURES
@@ -99,15 +100,19 @@ def test_the_plan_resolves_each_entry_once(monkeypatch):
     """build_plan fills in each partition's, trace's and algorithm's defaults once, and each experiment × algorithm's
     training.local once; every job spec is then read from the Plan, never resolved again."""
     calls = collections.Counter()
-    for name in ("partition_spec", "trace_spec", "local_spec", "resolve_algorithm"):
+    for name in ("partition_spec", "local_spec", "resolve_algorithm"):
         resolve = getattr(checks, name)
         monkeypatch.setattr(checks, name, lambda *args, _resolve=resolve, _name=name: calls.update([_name]) or
                             _resolve(*args))
+    # Any trace spec resolved anywhere in building the plan (trace models resolve through resolve_variant)
+    variant = trace_models.resolve_variant
+    monkeypatch.setattr(trace_models, "resolve_variant", lambda spec, registry, *args: calls.update(
+        ["trace"] * (registry is trace_models.TRACE_MODELS)) or variant(spec, registry, *args))
     config = load_config([REPO / "config/config.yaml"])
     plan = build_plan(config)
     specs = [plan.run_spec(run.experiment, run.algorithm, run.seed) for run in plan.runs()]
     runs = sum(len(e["algorithms"]) * len(e.get("seeds") or config["seeds"]) for e in config["experiments"].values())
     assert len(specs) == runs and plan.partitions and plan.traces
-    assert calls == {"partition_spec": len(config["partitions"]), "trace_spec": len(config["traces"]),
+    assert calls == {"partition_spec": len(config["partitions"]), "trace": len(config["traces"]),
                      "resolve_algorithm": len(config["algorithms"]),
                      "local_spec": sum(len(e["algorithms"]) for e in config["experiments"].values())}

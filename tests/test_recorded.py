@@ -4,32 +4,40 @@ record onto clients and rounds (checked by hand), the clock's round durations an
 end to end at the tests' size."""
 
 import json
+import os
 import pickle
 import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 
+from fedavail.availability.clock import completion_seconds, samples_this_round
 from fedavail.availability.models import resolve_trace
-from fedavail.availability.records import RecordError
-from fedavail.availability.traces import completion_seconds, load_trace, make_trace, save_trace, session_rounds
+from fedavail.availability.records import OnlineRecord, RecordError
+from fedavail.availability.replay import FedScaleReplay
+from fedavail.availability.traces import load_trace, make_trace, save_trace, session_rounds
+from fedavail.partitions.partition import load_partition, make_partition, save_partition
 from fedavail.plan.claim_parsing import parse_cell
 from fedavail.plan.config import ConfigError
 from fedavail.plan.load import load_config, validate
 from fedavail.plan.plan import build_plan
 from fedavail.report import frame as tidy
+from fedavail.rng import numpy_generator
 from fedavail.train import run
 
-from synthetic import training_inputs
+from synthetic import image_dataset, training_inputs
 from test_train import SPEC
 from tiny_run import planned_jobs
 from workflow_helpers import REPO, copy_workflow, snakemake
 
 
-def write_intervals(path, rows) -> str:
-    path.write_text("client,start_s,end_s\n" + "".join(f"{c},{s},{e}\n" for c, s, e in rows))
+def write_intervals(path, rows, period=None) -> str:
+    """An interval table of (client, start_s, end_s) rows; with `period`, every client's repeats with it."""
+    extra = ("", "") if period is None else (",period_s", f",{period}")
+    path.write_text(f"client,start_s,end_s{extra[0]}\n" + "".join(f"{c},{s},{e}{extra[1]}\n" for c, s, e in rows))
     return str(path)
 
 
@@ -89,7 +97,15 @@ def test_a_foreign_or_damaged_record_is_an_error_naming_the_file(tmp_path):
     ({"round_seconds": 10, "min_online_share": 0}, r"'min_online_share' must be in \(0, 1\]"),
     ({"round_seconds": 10, "clock": {"deadline": 3}}, r"'deadline' is not used by the clock"),
     ({"round_seconds": 10, "clock": {"deadline_s": -1}}, r"'deadline_s' must be a number > 0"),
-    ({"round_seconds": 10, "clock": {"sigma": -1}}, r"'sigma' must be a number >= 0"),
+    ({"round_seconds": 10, "clock": {"sigma": -1}}, r"'sigma' must be a number in \[0, 3\]"),
+    ({"round_seconds": 10, "clock": {"communication_kbps": 1e-300}}, r"'communication_kbps' must be a number in"),
+    ({"round_seconds": 10, "participants": 5}, r"'participants' belongs to replay 'fedscale'"),
+    ({"round_seconds": 10, "replay": "fedscale"}, r"'clock': replay 'fedscale' reads the record where each run's"),
+    ({"round_seconds": 10, "replay": "fedscale", "clock": {}, "min_online_share": 1},
+     r"'min_online_share' belongs to replay 'window'"),
+    ({"round_seconds": 10, "replay": "fedscale", "clock": {}, "overcommitment": 0.5},
+     r"'overcommitment' must be a number >= 1"),
+    ({"round_seconds": 10, "replay": "interval"}, r"'replay': 'interval' is not one of"),
 ])
 def test_recorded_and_clock_settings_are_checked(spec, message):
     with pytest.raises(ValueError, match=message):
@@ -151,12 +167,13 @@ def test_a_run_under_a_clock_records_each_rounds_virtual_time_and_leaves_out_lat
     np.testing.assert_array_equal(metrics["participants"], (trace.available[:len(late)] & on_time).sum(axis=1))
 
 
-def test_time_to_target_is_each_runs_virtual_time_at_its_first_evaluation_reaching_it():
+def test_time_to_target_is_each_runs_virtual_time_at_its_first_evaluation_reaching_it_or_its_last():
     frame = pd.DataFrame({"experiment": "e", "algorithm": "a", "seed": [0] * 4 + [1] * 4,
                           "round": [0, 1, 2, 3] * 2, "virtual_s": [10, 20, 30, 40, 5, 10, 15, 20],
                           "test_acc": [0.1, np.nan, 0.7, 0.9, 0.2, 0.3, 0.4, 0.5]})
-    times = tidy.time_to_target(frame, "test_acc", 0.6).set_index("seed")["value"]
-    assert times[0] == 30 and np.isnan(times[1])  # seed 1 never reaches 60%
+    times = tidy.time_to_target(frame, "test_acc", 0.6).set_index("seed")
+    assert times.loc[0, "value"] == 30 and times.loc[0, "reached"]
+    assert times.loc[1, "value"] == 20 and not times.loc[1, "reached"]  # never reaches 60%: censored at its end
     assert tidy.time_to_target(frame.drop(columns="virtual_s"), "test_acc", 0.6)["value"].isna().all()
 
 
@@ -210,14 +227,20 @@ def test_the_recorded_example_config_runs_end_to_end(tmp_path, monkeypatch):
     assert "virtual time" in (workdir / "results/reports/claims/table.md").read_text()
     trace = load_trace(workdir / "data/traces/recorded/seed0.npz")
     assert trace.capacity.shape == (2, 20) and trace.params["clock"]["deadline_s"] == 45
-    # A record is an input by content: touching it reruns nothing, a new content reruns its traces and their runs
+    assert trace.params["replay"] == "fedscale" and trace.sessions is not None
+    assert {"online"} <= set(runs.columns) and (runs["participants"] <= 10).all()  # the 10 fastest at most
+    # A record is an input by content: touching it reruns nothing; other content of the same size and modification
+    # time (what `cp -p` or `rsync -a` of another file leaves) reruns its traces and their runs
     args = ("--configfile", "config/recorded.yaml")
     record = workdir / "data/recorded/example_client_device_capacity"
     record.touch()
     assert planned_jobs(workdir, *args) == set()
+    stat = record.stat()
     entries = pickle.loads(record.read_bytes())
     entries[1]["computation"] *= 2
-    record.write_bytes(pickle.dumps(entries))
+    record.write_bytes(pickle.dumps(entries, protocol=4))
+    os.utime(record, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (record.stat().st_size, record.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
     planned = planned_jobs(workdir, *args)
     assert {f"trace[trace=recorded,seed={seed}]" for seed in (0, 1)} <= planned
     assert sum(job.startswith("train") for job in planned) == 9  # one process per algorithm, all seeds
@@ -242,3 +265,195 @@ def test_a_time_to_accuracy_report_is_checked(edit, message, monkeypatch):
     edit(config["reports"]["time_fedswe"])
     with pytest.raises(ConfigError, match=message):
         build_plan(validated(config))
+
+
+def test_the_fedscale_replay_fills_in_fedscales_defaults_and_the_window_rule_its_own():
+    window = resolve_trace({"model": "recorded", "availability": "a.csv", "round_seconds": 10})
+    assert (window.replay, window.min_online_share, window.participants, window.overcommitment,
+            window.min_client_samples) == ("window", 1.0, None, None, None)
+    fedscale = resolve_trace({"model": "recorded", "availability": "a.csv", "round_seconds": 10, "replay": "fedscale",
+                              "clock": {}})
+    assert (fedscale.min_online_share, fedscale.participants, fedscale.overcommitment,
+            fedscale.min_client_samples) == (None, None, 1.3, 32)
+
+
+# The clock charges the samples each client trains
+
+
+def test_the_samples_of_a_round_are_those_the_trainer_plans(tmp_path):
+    """samples_this_round against ClientTrainer.plan, round after round, for epochs with and without max_steps (the
+    last batch of an epoch holds its remainder) and for steps."""
+    from fedavail.engine.client_data import ClientData
+    from fedavail.engine.local import ClientTrainer
+    from fedavail.engine.params import FlatModel
+    from fedavail.models import build_model
+    from fedavail.partitions.partition import make_partition
+    from fedavail.plan.experiments import AugmentationOptions
+    from fedavail.plan.local import resolve_local
+
+    dataset = image_dataset()
+    partition = make_partition(dataset["train_y"].numpy(), 10, {"scheme": "hetero_dirichlet", "num_clients": 6,
+                                                                "alpha": 0.3, "min_size": 4}, seed=1)
+    data = ClientData(dataset, partition.offsets, partition.indices, torch.device("cpu"), AugmentationOptions())
+    model = FlatModel(build_model("small_cnn", dataset, 0))
+    for local in ({"epochs": 1, "max_steps": 2, "batch_size": 16}, {"epochs": 2, "max_steps": 7, "batch_size": 24},
+                  {"epochs": 1, "batch_size": 16}, {"steps": 3, "batch_size": 16}):
+        options = resolve_local(local, 0.1, "training.local")
+        trainer = ClientTrainer(model, data, options, seed=0)
+        state = trainer.init_state(6, torch.float32, torch.device("cpu"))
+        for round_index in range(5):
+            position = state["epoch_batch"].numpy() if "epoch_batch" in state else None
+            plans = [trainer.plan(client, round_index, state) for client in range(6)]
+            np.testing.assert_array_equal(samples_this_round(options, partition.sizes, position),
+                                          [sum(len(batch) for batch in plan.batches) for plan in plans])
+            for client, plan in enumerate(plans):
+                if plan.cursor is not None:  # as train_together moves each participant's cursor
+                    state["epoch"][client], state["epoch_batch"][client] = plan.cursor
+
+
+def test_an_epoch_based_run_is_charged_the_samples_each_client_trained(tmp_path):
+    """epochs 1, max_steps 2, B 16 on clients of 40 samples: a client's participations alternate 2 batches (32
+    samples) and the epoch's last batch (8), not max_steps × B every time."""
+    training_inputs(tmp_path)
+    trace = load_trace(tmp_path / "trace.npz")
+    computation_ms = np.linspace(10.0, 100.0, 10)
+    trace.capacity = np.stack([computation_ms, np.full(10, 1000.0)])
+    trace.params["clock"] = {"capacity": None, "computation_ms": 100.0, "communication_kbps": 1000.0, "sigma": 0.0,
+                             "deadline_s": None}
+    save_trace(tmp_path / "trace.npz", trace)
+    spec = json.loads(json.dumps(SPEC))
+    spec["algorithm"] = {"algorithm": "fedavg", "lr": 0.05, "weighting": "active"}
+    spec["training"]["local"] = {"epochs": 1, "max_steps": 2, "batch_size": 16}
+    summary = run(tmp_path / "data.pt", tmp_path / "partition.npz", tmp_path / "trace.npz", tmp_path / "run", spec)
+    metrics = pd.read_parquet(tmp_path / "run/metrics.parquet")
+    sizes = load_partition(tmp_path / "partition.npz").sizes
+    assert (sizes == 40).all()
+    participations, durations = np.zeros(10, dtype=int), []
+    for t in range(spec["training"]["rounds"]):
+        participants = trace.available[t]  # FedAvg over active clients: every available client
+        samples = np.where(participations % 2 == 0, 32.0, 8.0)
+        needs = completion_seconds(trace.capacity, samples, summary["dimension"])
+        durations.append(needs[participants].max() if participants.any() else 0.0)
+        participations += participants
+    np.testing.assert_allclose(metrics["virtual_s"], np.cumsum(durations))
+    assert "late" not in metrics and "online" not in metrics
+
+
+# FedScale's replay, checked by hand
+
+
+# Record clients in file order a, ..., e, every 100 s; capacities in the same order. FedScale's client k = i + 1 plays
+# keys[k mod 5]: client 0 plays b, 1 c, 2 d, 3 e, 4 a. A round's work (48 samples) takes a 1.44 s, b 2.88 s, c 5.76 s,
+# d 11.52 s and e 23.04 s: e misses the 12 s deadline.
+SESSIONS = {"a": [(0, 100)], "b": [(0, 3), (20, 100)], "c": [(0, 10), (20, 40)], "d": [(20, 30)], "e": [(0, 50)]}
+COMPUTATION_MS = {"a": 10.0, "b": 20.0, "c": 40.0, "d": 80.0, "e": 160.0}
+PLAYS = ["b", "c", "d", "e", "a"]
+
+
+def fedscale_by_hand(needs, rounds, participants, overcommitment, deadline, seed):
+    """FedScale 1.0's rounds (select_participants, tictak_client_tasks, round_completion_handler) in plain Python:
+    online at the round's start on the clock, less the late; ⌊overcommitment·K⌋ drawn when more are online; those
+    still online at their completion; the K fastest; the clock advanced by the slowest of them."""
+    def online(client, instant):
+        return any(start <= instant % 100 <= end for start, end in SESSIONS[PLAYS[client]])
+
+    clock, rows = 0.0, []
+    for t in range(rounds):
+        up = [c for c in range(len(PLAYS)) if online(c, clock)]
+        late = [c for c in up if needs[c] > deadline]
+        candidates = [c for c in up if c not in late]
+        drawn = int(participants * overcommitment)
+        if len(candidates) > drawn:
+            candidates = sorted(numpy_generator(seed, "replay", t).permutation(candidates)[:drawn].tolist())
+        finishing = [c for c in candidates if online(c, clock + needs[c])]
+        chosen = sorted(finishing, key=lambda c: needs[c])[:participants]
+        clock += max(needs[c] for c in chosen)  # client 4 (a) is always online and on time: never an empty round
+        rows.append((len(chosen), clock, len(late), len(up)))
+    return rows
+
+
+def test_the_fedscale_replay_follows_fedscales_rules_computed_by_hand(tmp_path):
+    training_inputs(tmp_path)
+    partition = make_partition(image_dataset()["train_y"].numpy(), 10,
+                               {"scheme": "client_dirichlet", "num_clients": 5, "alpha": 0.5}, seed=0)
+    save_partition(tmp_path / "partition.npz", partition)
+    record = write_intervals(tmp_path / "online.csv", [(c, s, e) for c, spans in SESSIONS.items() for s, e in spans],
+                             period=100)
+    capacity = tmp_path / "capacity.csv"
+    capacity.write_text("client,computation_ms,communication_kbps\n" +
+                        "".join(f"{c},{ms},1000000\n" for c, ms in COMPUTATION_MS.items()))
+    spec = {"model": "recorded", "availability": record, "replay": "fedscale", "round_seconds": 5, "participants": 2,
+            "overcommitment": 1.5, "min_client_samples": 0, "clock": {"capacity": str(capacity), "deadline_s": 12}}
+    trace = make_trace(spec, num_clients=5, rounds=40, seed=3)
+    assert trace.params["record_clients"] == PLAYS and trace.params["capacity_clients"] == PLAYS
+    # The trace file's preview: who is online at 0, 5 and 10 s (sessions are closed: c until 10 s included)
+    np.testing.assert_array_equal(trace.available[:3], [[1, 1, 0, 1, 1], [0, 1, 0, 1, 1], [0, 1, 0, 1, 1]])
+    save_trace(tmp_path / "trace.npz", trace)
+    run_spec = json.loads(json.dumps(SPEC))
+    run_spec["seed"], run_spec["training"]["rounds"] = 3, 40
+    run_spec["algorithm"] = {"algorithm": "fedavg", "lr": 0.05, "weighting": "active"}
+    summary = run(tmp_path / "data.pt", tmp_path / "partition.npz", tmp_path / "trace.npz", tmp_path / "run", run_spec)
+    metrics = pd.read_parquet(tmp_path / "run/metrics.parquet")
+    samples = run_spec["training"]["local"]["steps"] * run_spec["training"]["local"]["batch_size"]
+    needs = [3 * samples * COMPUTATION_MS[c] / 1000 + 2 * summary["dimension"] * 32 / 1000 / 1e6 for c in PLAYS]
+    expected = fedscale_by_hand(needs, 40, participants=2, overcommitment=1.5, deadline=12, seed=3)
+    count, clock, late, up = (list(column) for column in zip(*expected))
+    np.testing.assert_array_equal(metrics["participants"], count)
+    np.testing.assert_allclose(metrics["virtual_s"], clock)
+    np.testing.assert_array_equal(metrics["late"], late)
+    np.testing.assert_array_equal(metrics["online"], up)
+    # Round 0 at 0 s: b, c, e, a online, e late; b, c, a finish while online: the fastest two, a and b (2.88 s);
+    # round 1 at 2.88 s: b would end after its session (3 s), so c (5.76 s) and a; round 2 at 8.64 s: c would end
+    # past 10 s, so a alone. All five are online in [20, 30]: four on time, of which ⌊1.5 × 2⌋ = 3 are drawn.
+    assert count[:3] == [2, 2, 1] and late[:3] == [1, 1, 1] and up[:3] == [4, 4, 3]
+    np.testing.assert_allclose(np.diff([0.0, *clock[:3]]), [needs[0], needs[1], needs[4]])
+    assert any(u == 5 for u in up)
+
+
+def test_the_replay_filters_small_clients_and_waits_for_the_next_session_when_nobody_can_take_part():
+    sessions = OnlineRecord(("0", "1"), np.array([0.0, 50.0, 10.0]), np.array([5.0, 60.0, 20.0]),
+                            np.array([0, 0, 1]), None)
+    replay = FedScaleReplay(sessions, 0.0, eligible=np.array([True, False]), participants=None, overcommitment=1.3,
+                            seed=0)
+    seconds, on_time = np.array([1.0, 1.0]), np.array([True, True])
+    admitted, late, online = replay.admit(0, 12.0, seconds, on_time)  # only client 1 online, and it is filtered
+    assert not admitted.any() and (late, online) == (0, 0)
+    assert replay.next_session(12.0, on_time) == 50.0  # client 0's next session; client 1 never counts
+    assert replay.next_session(55.0, on_time) == np.inf  # the record has ended
+    with pytest.raises(ValueError, match=r"'min_client_samples' is 32, but the partition's largest client has 20"):
+        FedScaleReplay.of_trace({"min_client_samples": 32, "start_s": 0, "participants": None, "overcommitment": 1.3,
+                                 "seed": 0}, sessions, np.array([20, 10]), "trace t.npz")
+
+
+# Nothing empty silent
+
+
+def test_a_recorded_trace_with_no_client_ever_available_is_refused_naming_its_settings(tmp_path):
+    record = write_intervals(tmp_path / "online.csv", [("a", 0, 25), ("b", 5, 40)])
+    for settings in ({"round_seconds": 1e9}, {"round_seconds": 10, "start_s": 100}):
+        with pytest.raises(ValueError, match="'round_seconds', 'start_s' and 'min_online_share': no client is online"):
+            make_trace({"model": "recorded", "availability": record, **settings}, 2, 5, seed=0)
+
+
+def test_a_deadline_no_client_can_meet_is_refused_before_the_first_round(tmp_path):
+    training_inputs(tmp_path)
+    trace = load_trace(tmp_path / "trace.npz")
+    trace.capacity = np.stack([np.full(10, 100.0), np.full(10, 1000.0)])
+    trace.params["clock"] = {"capacity": None, "computation_ms": 100.0, "communication_kbps": 1000.0, "sigma": 0.0,
+                             "deadline_s": 1e-9}
+    save_trace(tmp_path / "trace.npz", trace)
+    with pytest.raises(ValueError, match=r"'deadline_s' is 1e-09 s, but no client can ever finish a round in time"):
+        run(tmp_path / "data.pt", tmp_path / "partition.npz", tmp_path / "trace.npz", tmp_path / "run", SPEC)
+    assert not (tmp_path / "run/metrics.parquet").exists()
+
+
+def test_a_trace_job_resolves_its_spec_once(tmp_path, monkeypatch):
+    from fedavail.availability import models
+
+    calls = []
+    variant = models.resolve_variant
+    monkeypatch.setattr(models, "resolve_variant", lambda spec, registry, *args: calls.append(spec["model"]) or
+                        variant(spec, registry, *args))
+    record = write_intervals(tmp_path / "online.csv", [("a", 0, 25), ("b", 5, 40)])
+    make_trace({"model": "recorded", "availability": record, "round_seconds": 10, "clock": {"sigma": 0.5}}, 2, 3, 0)
+    assert calls == ["recorded"]

@@ -75,6 +75,22 @@ def cmd_trace(args) -> None:
     plot_trace(trace, args.figure)
 
 
+def cmd_convert_device_record(args) -> None:
+    """A device record (FedScale's pickle, numpy numbers included, or a table) read as the workflow reads it, and
+    written as the Parquet table of the same content: a safe, columnar way in for real FedScale files."""
+    from fedavail.availability import records
+
+    if args.kind == "availability":
+        record = records.read_online_record(args.source)
+        records.write_interval_table(args.out, record)
+        log.info("%s: %d clients, %d online sessions -> %s", args.source, len(record.clients), len(record.starts),
+                 args.out)
+    else:
+        capacity = records.read_device_capacity(args.source)
+        records.write_capacity_table(args.out, capacity)
+        log.info("%s: %d clients' capacities -> %s", args.source, len(capacity.clients), args.out)
+
+
 def cmd_train(args) -> int:
     """`train` (one run) and `train-seeds` (several runs in one process: fedavail.train.run_seeds)."""
     if args.gpu_slots is not None:
@@ -151,6 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
         stage.add_argument("--spec", type=_spec, required=True)
         stage.add_argument("--out", type=Path, required=True)
         stage.add_argument("--figure", type=Path, required=True)
+
+    convert = stages.add_parser("convert-device-record", help="read a device record (FedScale's client_behave_trace "
+                                "or client_device_capacity pickle, or a table) safely and write it as a Parquet "
+                                "table (docs/recorded-availability.md)")
+    convert.add_argument("kind", choices=["availability", "capacity"])
+    convert.add_argument("source", type=Path)
+    convert.add_argument("--out", type=Path, required=True, help="the Parquet table to write")
+    convert.set_defaults(func=cmd_convert_device_record)
 
     train = stages.add_parser("train", help="one run: an algorithm, a seed, an experiment's settings")
     train_seeds = stages.add_parser("train-seeds", help="several runs of the same settings in one process (their "

@@ -23,7 +23,9 @@ import torch
 from fedavail import __version__, integrity, stopping
 from fedavail.algorithms import build_algorithm
 from fedavail.algorithms.base import Algorithm, RoundContext, State, local_work, state_bytes
-from fedavail.availability.traces import Trace, completion_seconds, load_trace
+from fedavail.availability.clock import Clock, ClockOptions, RoundTime
+from fedavail.availability.replay import FedScaleReplay
+from fedavail.availability.traces import Trace, load_trace
 from fedavail.checkpoint import Checkpoint, load_checkpoint, save_checkpoint, set_aside
 from fedavail.data.prepared import load_prepared
 from fedavail.divergence import divergence
@@ -287,7 +289,8 @@ class SeedRun:
             raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[1]} clients, "
                              f"partition {seed_inputs.partition} has {partition.num_clients}")
 
-        self.completion, self.on_time = _clock(trace, partition.sizes, shared.local, shared.model.dim)
+        self.clock = _clock(trace, partition.sizes, shared.local, shared.model.dim, str(seed_inputs.trace))
+        self.round_time: RoundTime | None = None  # the clock's view of the round being trained
         augmentation = AugmentationOptions(**training.get("augmentation", {}))
         data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
         self.trainer = ClientTrainer(shared.model, data, shared.local, seed, shared.batched)
@@ -305,6 +308,8 @@ class SeedRun:
                                                  rounds, shared.batched, self.paths.checkpoint):
             self.state, self.local_state = checkpoint.tensors["algorithm"], checkpoint.tensors["local"]
             self.rows, self.next_round, self.elapsed_before = checkpoint.rows, checkpoint.next_round, checkpoint.elapsed
+            if self.clock is not None:
+                self.clock.elapsed_s = self.rows[-1]["virtual_s"]
         self.diverged_at = self.divergence = None  # the round and the why, once the run diverges
         self.result: dict | None = None  # the summary once written, or {"stopped_at": round}
         # The header that opens every training log: what ran, from which inputs, where, and from which round.
@@ -316,8 +321,13 @@ class SeedRun:
         self.progress = _progress(self.next_round, rounds, label)
 
     def context(self, t: int) -> RoundContext:
-        """Round t's context; the clock's deadline leaves out the available clients that would finish late."""
-        available = self.trace.available[t] if self.on_time is None else self.trace.available[t] & self.on_time
+        """Round t's context; under a clock, who may take part is the clock's (fedavail.availability.clock.Clock:
+        the deadline, and a FedScale replay's choice where this run's clock stands)."""
+        available = self.trace.available[t]
+        if self.clock is not None:
+            position = self.local_state.get("epoch_batch")  # epoch-based work: the clients' cursors in their epochs
+            self.round_time = self.clock.open_round(t, available, None if position is None else position.cpu().numpy())
+            available = self.round_time.available
         prob, snapshot = (None if table is None else table[t] for table in (self.trace.prob, self.trace.snapshot))
         available, prob, snapshot = (None if row is None else torch.from_numpy(row).to(self.trainer.data.device)
                                      for row in (available, prob, snapshot))
@@ -331,11 +341,17 @@ class SeedRun:
         row = {"round": t, "participants": len(clients), "lr": ctx.lr,
                "local_loss": result.loss.mean().item() if len(clients) else math.nan,
                "local_acc": result.accuracy.mean().item() if len(clients) else math.nan}
-        if self.completion is not None:  # the round lasts as long as its slowest participant needs
-            ran = self.completion[clients.cpu().numpy()]
-            row["virtual_s"] = (self.rows[-1]["virtual_s"] if self.rows else 0.0) + (ran.max() if len(ran) else 0.0)
-            if self.on_time is not None:
-                row["late"] = int((self.trace.available[t] & ~self.on_time).sum())
+        if self.clock is not None:  # the round lasts as long as its slowest participant needs
+            ended = self.clock.record_ended
+            row["virtual_s"] = self.clock.close_round(self.round_time, clients.cpu().numpy())
+            if self.clock.record_ended and not ended:
+                log.warning("%sround %d: no client that could take part starts a session after %.0f s of device time: "
+                            "the record has ended, and the rounds left have no participants", self.label, t,
+                            row["virtual_s"])
+            if self.clock.options.deadline_s is not None:
+                row["late"] = self.round_time.late
+            if self.round_time.online is not None:
+                row["online"] = self.round_time.online
         row.update(self.algorithm.round_metrics(self.state))
         evaluated = t % int(training["eval_every"]) == 0 or t >= int(training["rounds"]) - int(training["last_n"])
         # Every round the server model is checked; the other models an algorithm evaluates (FedSWE's mean of the
@@ -457,21 +473,17 @@ def _train_round(active: list[SeedRun], t: int) -> None:
             run.finish()
 
 
-def _clock(trace: Trace, sizes: np.ndarray, local: LocalOptions, parameters: int) -> tuple:
-    """(float64 [m] each client's device seconds per round, bool [m] who finishes by the deadline or None): both None
-    when the trace has no clock. A client's samples per round: steps × B, or E passes over its data (at most
-    max_steps × B)."""
+def _clock(trace: Trace, sizes: np.ndarray, local: LocalOptions, parameters: int, where: str) -> Clock | None:
+    """The run's clock (None: the trace has none), built once here; with replay fedscale, the replay it asks. A clock
+    under which no client can ever take part is refused before the first round."""
     if trace.capacity is None:
-        return None, None
-    if local.steps is not None:
-        samples = np.full(len(sizes), local.steps * local.batch_size, dtype=np.float64)
-    else:
-        samples = local.epochs * sizes.astype(np.float64)
-        if local.max_steps is not None:
-            samples = np.minimum(samples, local.max_steps * local.batch_size)
-    completion = completion_seconds(trace.capacity, samples, parameters)
-    deadline = trace.params["clock"]["deadline_s"]
-    return completion, None if deadline is None else completion <= deadline
+        return None
+    replay = None
+    if trace.params.get("replay") == "fedscale":
+        replay = FedScaleReplay.of_trace(trace.params, trace.sessions, sizes, where)
+    clock = Clock(ClockOptions(**trace.params["clock"]), trace.capacity, sizes, local, parameters, replay)
+    clock.check_someone_can_finish(where)
+    return clock
 
 
 def _stop(runs: list[SeedRun], why: str, save: bool = True) -> None:

@@ -74,7 +74,8 @@ def prepared_file(dataset):
     return fp.path(fp.PREPARED, dataset=dataset)
 
 
-# sha256 of raw files by (path, size, mtime_ns), kept between invocations (fedavail.data.raw_digests).
+# sha256 of raw files and device records, kept between invocations and reused only for a file that provably did not
+# change (fedavail.data.raw_digests).
 RAW_DIGEST_CACHE = ".snakemake/fedavail/raw_sha256.json"
 
 

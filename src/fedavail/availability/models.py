@@ -9,8 +9,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from fedavail.options import (Registry, check_fields, check_int, check_keys, check_probabilities, is_number, key_table,
-                              option, resolve_variant)
+from fedavail.availability.clock import device_capacity, resolve_clock
+from fedavail.options import Registry, check_fields, check_int, check_probabilities, is_number, option, resolve_variant
 
 WHAT = "trace spec key"
 # Rounds of a trace, and so of a run (training.rounds shares the cap): 5 times the longest paper run (20,000), days of
@@ -59,37 +59,6 @@ def check_share(value, key: str, what: str) -> None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClockOptions:
-    """A trace's virtual clock: each client's device capacity, from a record or a stated log-normal law, and an optional
-    round deadline. A round lasts as long as its slowest participant needs: 3 × samples × computation_ms / 1000 (a
-    backward pass costs about twice the forward one, as in FedScale, arXiv 2105.11367) + 2 × model kbit /
-    communication_kbps (the model down and the update up)."""
-
-    capacity: str | None = option(None, "a device-capacity record: FedScale's client_device_capacity pickle, or a "
-                                  "CSV or Parquet table of client, computation_ms, communication_kbps (by suffix); its "
-                                  "clients are drawn for the partition's, with repetition; null: the law below")
-    computation_ms: float = option(100.0, "no record: the median milliseconds per training sample (forward pass)",
-                                   check=check_positive)
-    communication_kbps: float = option(5000.0, "no record: the median bandwidth, kbit/s", check=check_positive)
-    sigma: float = option(0.0, "no record: σ of the log-normal spread of both across clients (0: all the same)")
-    deadline_s: float | None = option(None, "a round's deadline, seconds: a client that would need longer is left out "
-                                      "of the round (counted in the metrics' `late`); null: none",
-                                      check=check_positive)
-
-    def __post_init__(self):
-        check_fields(self, f"{WHAT} 'clock'")
-        if not is_number(self.sigma) or self.sigma < 0:
-            raise ValueError(f"{WHAT} 'clock' 'sigma' must be a number >= 0, got {self.sigma!r}")
-
-
-def resolve_clock(clock: dict) -> ClockOptions:
-    if not isinstance(clock, dict):
-        raise ValueError(f"{WHAT} 'clock' must be a mapping of clock settings or null, got {clock!r}")
-    check_keys(clock, key_table(ClockOptions), f"{WHAT} 'clock'", "the clock")
-    return ClockOptions(**clock)
-
-
-@dataclass(frozen=True, kw_only=True)
 class TraceModel:
     """Settings of every model; num_clients, rounds and partition are the workflow's (a trace file has exactly the
     clients and rounds given here)."""
@@ -112,8 +81,12 @@ class TraceModel:
 
     def __post_init__(self):
         check_fields(self, WHAT)
-        if self.clock is not None:  # stored with its defaults filled in, like every other setting
-            object.__setattr__(self, "clock", asdict(resolve_clock(self.clock)))
+        # The typed clock, resolved once with the trace; the spec stores it with its defaults filled in, as every
+        # other setting.
+        options = None if self.clock is None else resolve_clock(self.clock)
+        object.__setattr__(self, "clock_options", options)
+        if options is not None:
+            object.__setattr__(self, "clock", asdict(options))
         if self.rounds is not None and self.rounds > MAX_ROUNDS:
             raise ValueError(f"{WHAT} 'rounds': {self.rounds:,} rounds, more than MAX_ROUNDS = {MAX_ROUNDS:,}; "
                              f"lower it")
@@ -145,8 +118,13 @@ class TraceModel:
     def draw(self, part, num_clients: int, rounds: int, client_rng: np.random.Generator,
              round_rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None, dict]:
         """(available bool [T, m], p_i^t [T, m] or None, extra params to record) for the Partition `part` (or None);
-        client_rng for the draws made once per client, round_rng for the per-round ones."""
+        client_rng for the draws made once per client, round_rng for the per-round ones. A model whose runs read a
+        record as they go (the recorded model's fedscale replay) puts the sessions they read in extra["sessions"]."""
         raise NotImplementedError
+
+    def draw_capacity(self, num_clients: int, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+        """The clock's device capacities [2, m] and the params to record (fedavail.availability.clock)."""
+        return device_capacity(self.clock_options, num_clients, rng)
 
 
 @TRACE_MODELS.add("fedswe")
@@ -309,24 +287,51 @@ class CyclicTrace(TraceModel):
         return round_rng.random(prob.shape) < prob, prob, {}
 
 
+REPLAYS = ("window", "fedscale")
+# FedScale 1.0's defaults (its config_parser): --overcommitment 1.3, --filter_less 32
+FEDSCALE_OVERCOMMITMENT = 1.3
+FEDSCALE_MIN_CLIENT_SAMPLES = 32
+
+
 @TRACE_MODELS.add("recorded")
 @dataclass(frozen=True, kw_only=True)
 class RecordedTrace(TraceModel):
-    """A record of real devices' online sessions, mapped onto the partition's clients and onto rounds of fixed length:
-    client i is available in round t when its record client is online for at least `min_online_share` of
-    [start_s + t·round_seconds, start_s + (t + 1)·round_seconds). p_i^t: the client's share of available rounds."""
+    """A record of real devices' online sessions replayed onto the partition's clients (docs/recorded-availability.md).
+    replay `window`: rounds of fixed length on the record; client i is available in round t when its record client
+    (drawn per seed) is online for at least `min_online_share` of the round's window [start_s + t·round_seconds,
+    start_s + (t + 1)·round_seconds). replay `fedscale`, FedScale 1.0's rules: client i plays the record's client
+    i + 1 mod c (file order); who takes part is read at each round's start on the run's own virtual clock, which
+    advances by each round's duration (computed in the training loop, fedavail.availability.replay), with
+    over-commitment and FedScale's small-client filter. p_i^t: the client's share of available rounds of the trace
+    file (fedscale: of its preview)."""
 
     DYNAMICS_SETTING = None
 
     availability: str = option(doc="the record: FedScale's client_behave_trace pickle, or a CSV or Parquet table of "
-                               "online intervals client, start_s, end_s (by suffix); FedScale's record repeats with "
-                               "each client's finish_time, a table's does not")
-    round_seconds: float = option(doc="the wall-clock length of a round, seconds", check=check_positive)
+                               "online intervals client, start_s, end_s and optionally period_s (told by content); "
+                               "FedScale's record repeats with each client's finish_time, a table's with its period_s")
+    replay: str = option("window", "how rounds read the record: window (fixed-length rounds, the trace drawn before "
+                         "training) or fedscale (FedScale 1.0's rules on each run's virtual clock; needs a `clock`)",
+                         choices=REPLAYS)
+    round_seconds: float = option(doc="window: the record's seconds per round; fedscale: the spacing at which the "
+                                  "trace file's preview reads the record (its figure, statistics and p_i^t; training "
+                                  "reads it where each run's clock stands)", check=check_positive)
     start_s: float = option(0.0, "the record's time at round 0's start, seconds")
-    min_online_share: float = option(1.0, "the share of a round a client must be online to be available (1: all of "
-                                     "it)", check=check_share)
+    min_online_share: float | None = option(None, "window: the share of a round a client must be online to be "
+                                            "available (null: 1, all of it); fedscale: must be null (a client is "
+                                            "online at an instant)", check=check_share)
     repeat_clients: bool = option(False, "a record with fewer clients than the partition: false refuses it; true lets "
-                                  "each record client play ⌊m/c⌋ or ⌈m/c⌉ clients (independent draws)")
+                                  "each record client play several partition clients (window: ⌊m/c⌋ or ⌈m/c⌉, "
+                                  "independent draws; fedscale: FedScale's wrap-around)")
+    participants: int | None = option(None, "fedscale: K, FedScale's num_participants: ⌊overcommitment·K⌋ online "
+                                      "clients are drawn each round and the K fastest still online at the end take "
+                                      "part; null: every online client that finishes while online",
+                                      check=check_int)
+    overcommitment: float | None = option(None, f"fedscale, with participants: the share of K drawn (null: "
+                                          f"{FEDSCALE_OVERCOMMITMENT}, FedScale's); window: must be null")
+    min_client_samples: int | None = option(None, f"fedscale: clients with fewer training samples never take part "
+                                            f"(FedScale's filter_less; null: {FEDSCALE_MIN_CLIENT_SAMPLES}, its "
+                                            f"default; 0: none left out); window: must be null")
 
     def __post_init__(self):
         super().__post_init__()
@@ -334,24 +339,67 @@ class RecordedTrace(TraceModel):
             raise ValueError(f"{WHAT} 'start_s' must be a number >= 0, got {self.start_s!r}")
         if not isinstance(self.repeat_clients, bool):
             raise ValueError(f"{WHAT} 'repeat_clients' must be true or false, got {self.repeat_clients!r}")
+        fedscale_only = ("participants", "overcommitment", "min_client_samples")
+        if self.replay == "window":
+            for key in fedscale_only:
+                if getattr(self, key) is not None:
+                    raise ValueError(f"{WHAT} {key!r} belongs to replay 'fedscale' (replay is 'window'); remove it")
+            if self.min_online_share is None:
+                object.__setattr__(self, "min_online_share", 1.0)
+            return
+        if self.min_online_share is not None:
+            raise ValueError(f"{WHAT} 'min_online_share' belongs to replay 'window' (replay is 'fedscale', which "
+                             "reads who is online at an instant); remove it")
+        if self.clock is None:
+            raise ValueError(f"{WHAT} 'clock': replay 'fedscale' reads the record where each run's virtual clock "
+                             "stands; give the trace a clock")
+        if self.overcommitment is None:
+            object.__setattr__(self, "overcommitment", FEDSCALE_OVERCOMMITMENT)
+        if self.min_client_samples is None:
+            object.__setattr__(self, "min_client_samples", FEDSCALE_MIN_CLIENT_SAMPLES)
+        if not is_number(self.overcommitment) or self.overcommitment < 1:
+            raise ValueError(f"{WHAT} 'overcommitment' must be a number >= 1, got {self.overcommitment!r}")
+        check_int(self.min_client_samples, "min_client_samples", WHAT, minimum=0)
 
     @classmethod
     def record_files(cls, spec: dict) -> list[str]:
         return [spec["availability"], *super().record_files(spec)]
 
     def draw(self, part, num_clients, rounds, client_rng, round_rng):
-        """Record client chosen[i] plays client i: a uniform draw without repetition (client_rng); no per-round draw."""
+        """window: record client chosen[i] plays client i, a uniform draw without repetition (client_rng); fedscale:
+        FedScale's fixed mapping, the trace's `available` a preview at instants start_s + t·round_seconds. No per-round
+        draw. A trace in which no client is ever available is refused, naming the settings."""
         from fedavail.availability import records
 
         record = records.read_online_record(self.availability)
         try:
-            chosen = records.draw_clients(len(record.clients), num_clients, client_rng, self.repeat_clients)
+            chosen = records.draw_clients(len(record.clients), num_clients, client_rng, self.repeat_clients) \
+                if self.replay == "window" else records.fedscale_clients(record, num_clients, self.repeat_clients)
         except ValueError as error:
             raise ValueError(f"{WHAT} 'availability': {self.availability}: {error}") from None
         starts, ends = records.round_windows(rounds, self.round_seconds, self.start_s)
-        available = records.available_in_windows(record, chosen, starts, ends, self.min_online_share)
+        extra = {"record_clients": [record.clients[c] for c in chosen]}
+        if self.replay == "window":
+            available = records.available_in_windows(record, chosen, starts, ends, self.min_online_share)
+            if not available.any():
+                raise ValueError(f"{WHAT}s 'round_seconds', 'start_s' and 'min_online_share': no client is online for "
+                                 f"{self.min_online_share:g} of any round of {self.round_seconds:g} s from "
+                                 f"{self.start_s:g} s in {self.availability} ({rounds} rounds): every round would be "
+                                 "empty; choose rounds that fit the record's sessions")
+        else:
+            extra["sessions"] = sessions = records.client_sessions(record, chosen)
+            if not len(sessions.starts):
+                raise ValueError(f"{WHAT} 'availability': none of the {len(record.clients)} clients of "
+                                 f"{self.availability} that FedScale's mapping gives the {num_clients} clients is ever "
+                                 "online")
+            clients = np.arange(num_clients)
+            available = np.stack([records.online_at(sessions, clients, np.full(num_clients, instant))
+                                  for instant in starts]) if rounds else np.zeros((0, num_clients), dtype=bool)
         prob = np.broadcast_to(available.mean(axis=0), available.shape)
-        return available, prob, {"record_clients": [record.clients[c] for c in chosen]}
+        return available, prob, extra
+
+    def draw_capacity(self, num_clients, rng):
+        return device_capacity(self.clock_options, num_clients, rng, fedscale_mapping=self.replay == "fedscale")
 
 
 def resolve_trace(spec: dict) -> TraceModel:
@@ -359,9 +407,10 @@ def resolve_trace(spec: dict) -> TraceModel:
     return resolve_variant(spec, TRACE_MODELS, "model", WHAT, "trace")
 
 
-def full_trace_spec(spec: dict) -> dict:
-    """The spec with every default filled in, `model` first."""
-    return {"model": spec["model"], **asdict(resolve_trace(spec))}
+def trace_spec(model: TraceModel) -> dict:
+    """A resolved model's spec, every default filled in, `model` first."""
+    return {"model": next(name for name, cls in TRACE_MODELS.items() if cls is type(model)), **asdict(model)}
+
 
 
 def per_client(value, key: str, num_clients: int) -> np.ndarray:
@@ -374,9 +423,8 @@ def per_client(value, key: str, num_clients: int) -> np.ndarray:
     return values
 
 
-def check_trace_for(spec: dict, num_clients: int) -> None:
+def check_trace_for(model: TraceModel, num_clients: int) -> None:
     """The checks that need the client count m: drawing memory, snapshot size, check_for; ValueError names the key."""
-    model = resolve_trace(spec)
     needed = (model.rounds or 0) * num_clients * TRACE_BYTES_PER_ENTRY
     if needed > MAX_TRACE_BYTES:
         raise ValueError(f"{WHAT}s 'rounds' and 'num_clients': drawing {model.rounds:,} rounds × {num_clients:,} "

@@ -2,7 +2,8 @@
 algorithms of a seed read the same trace. The models, their settings and what each draws: fedavail.availability.models.
 Random streams (seed, "trace", k): k = 0 per-client draws (φ, a record's clients), 1 per-round draws, 2 snapshots, 3 the
 clock's capacities; so traces of one seed share their snapshots, and FedSWE dynamics of one seed share their p_i. A
-trace with a clock also stores each client's device capacity (docs/recorded-availability.md)."""
+trace with a clock also stores each client's device capacity, and a FedScale replay the sessions of the record client
+each client plays, which its runs read as their clocks advance (docs/recorded-availability.md)."""
 
 import functools
 import json
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fedavail.availability.models import check_trace_for, full_trace_spec, resolve_trace, uniform_cohorts
+from fedavail.availability.models import check_trace_for, resolve_trace, trace_spec, uniform_cohorts
+from fedavail.availability.records import OnlineRecord
 from fedavail.io import atomic_path, reading, write_npz
 from fedavail.partitions.partition import Partition
 from fedavail.rng import numpy_generator
@@ -31,50 +33,31 @@ class Trace:
     params: dict  # the parameters that made it
     # float64 [2, m]: each client's ms per training sample and kbit/s, where the trace has a clock (params["clock"])
     capacity: np.ndarray | None = None
+    # replay fedscale: the sessions of the record client each client plays (clients "0", …, "m-1")
+    sessions: OnlineRecord | None = None
 
 
 def make_trace(spec: dict, num_clients: int, rounds: int, seed: int, partition: Partition | None = None) -> Trace:
-    """Draw a trace of `rounds` rounds for `num_clients` clients; all randomness from (seed, "trace", stream)."""
-    spec = full_trace_spec(spec)
+    """Draw a trace of `rounds` rounds for `num_clients` clients; all randomness from (seed, "trace", stream). The spec
+    is resolved once, here."""
+    model = resolve_trace(spec)
+    spec = trace_spec(model)
     if num_clients < 1 or rounds < 1:
         raise ValueError(f"a trace needs num_clients >= 1 and rounds >= 1, got {num_clients} and {rounds}")
     for key, value in (("num_clients", num_clients), ("rounds", rounds)):
         if spec[key] is not None and spec[key] != value:
             raise ValueError(f"trace spec key {key!r} is {spec[key]}, but the trace was asked for {value}")
-    check_trace_for(spec, num_clients)
-    model = resolve_trace(spec)
+    check_trace_for(model, num_clients)
     params = {**spec, "snapshot_size": model.cohort_size(num_clients), "seed": int(seed),
               "num_clients": int(num_clients), "rounds": int(rounds)}
     rng = functools.partial(numpy_generator, seed, "trace")
     available, prob, extra = model.draw(partition, num_clients, rounds, rng(STREAM_CLIENTS), rng(STREAM_ROUNDS))
+    sessions = extra.pop("sessions", None)
     snapshot = uniform_cohorts(rounds, num_clients, params["snapshot_size"], rng(STREAM_SNAPSHOT))
-    capacity, clock_extra = (None, {}) if spec["clock"] is None else \
-        device_capacity(spec["clock"], num_clients, rng(STREAM_CLOCK))
+    capacity, clock_extra = (None, {}) if spec["clock"] is None else model.draw_capacity(num_clients, rng(STREAM_CLOCK))
     return Trace(np.ascontiguousarray(available, dtype=bool),
                  None if prob is None else np.ascontiguousarray(prob, dtype=np.float32), snapshot,
-                 {**params, **extra, **clock_extra}, capacity)
-
-
-def device_capacity(clock: dict, num_clients: int, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
-    """float64 [2, m] (ms per sample, kbit/s) and the params to record: a record's clients drawn for the m clients
-    with repetition (device kinds recur), or both drawn log-normal around the stated medians."""
-    from fedavail.availability import records
-
-    if clock["capacity"] is not None:
-        record = records.read_device_capacity(clock["capacity"])
-        chosen = records.draw_clients(len(record.clients), num_clients, rng, repeat=True)
-        capacity = np.stack([record.computation_ms[chosen], record.communication_kbps[chosen]])
-        return capacity, {"capacity_clients": [record.clients[c] for c in chosen]}
-    spread = np.exp(clock["sigma"] * rng.standard_normal((2, num_clients)))
-    return np.array([[clock["computation_ms"]], [clock["communication_kbps"]]]) * spread, {}
-
-
-def completion_seconds(capacity: np.ndarray, samples: np.ndarray, parameters: int) -> np.ndarray:
-    """float64 [m]: the device seconds each client needs for a round of `samples` [m] training samples with a model of
-    `parameters` float32 numbers: 3 × samples × ms per sample / 1000 (forward and about twice as long a backward pass,
-    FedScale's cost model, arXiv 2105.11367) + the model down and its update up at the client's kbit/s."""
-    computation_ms, communication_kbps = capacity
-    return 3.0 * samples * computation_ms / 1000.0 + 2.0 * parameters * 32 / 1000.0 / communication_kbps
+                 {**params, **extra, **clock_extra}, capacity, sessions)
 
 
 def save_trace(path: str | os.PathLike, trace: Trace) -> None:
@@ -88,6 +71,11 @@ def save_trace(path: str | os.PathLike, trace: Trace) -> None:
         arrays["snapshot"] = trace.snapshot.astype(np.min_scalar_type(trace.available.shape[1] - 1))
     if trace.capacity is not None:
         arrays["capacity"] = trace.capacity.astype(np.float64)
+    if trace.sessions is not None:
+        arrays.update(session_starts=trace.sessions.starts, session_ends=trace.sessions.ends,
+                      session_owner=trace.sessions.owner)
+        if trace.sessions.period is not None:
+            arrays["session_period"] = trace.sessions.period
     write_npz(path, arrays)
 
 
@@ -95,10 +83,16 @@ def load_trace(path: str | os.PathLike) -> Trace:
     with reading(path, "availability trace"), np.load(path, allow_pickle=False) as data:
         rounds, num_clients = (int(v) for v in data["shape"])
         available = np.unpackbits(data["available_bits"], axis=1, count=num_clients, bitorder="little")
+        sessions = None
+        if "session_starts" in data.files:
+            sessions = OnlineRecord(tuple(str(j) for j in range(num_clients)), data["session_starts"],
+                                    data["session_ends"], data["session_owner"],
+                                    data["session_period"] if "session_period" in data.files else None)
         return Trace(available.astype(bool).reshape(rounds, num_clients),
                      data["prob"] if "prob" in data.files else None,
                      data["snapshot"].astype(np.int64) if "snapshot" in data.files else None,
-                     json.loads(str(data["params"])), data["capacity"] if "capacity" in data.files else None)
+                     json.loads(str(data["params"])), data["capacity"] if "capacity" in data.files else None,
+                     sessions)
 
 
 def session_rounds(available: np.ndarray) -> np.ndarray:

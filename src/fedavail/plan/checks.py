@@ -5,13 +5,13 @@ import math
 import re
 from pathlib import Path
 
-from fedavail.availability.models import TRACE_MODELS, check_trace_for, resolve_trace
+from fedavail.availability.models import TRACE_MODELS, TraceModel, check_trace_for, resolve_trace, trace_spec
 from fedavail.options import REQUIRED, key_table
 from fedavail.partitions.schemes import SCHEMES_DRAWING_NU
 from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.config import (DATASETS, MAX_MESSAGE_LENGTH, ConfigError, cut, local_spec, partition_spec, shorten,
-                                  trace_spec, without)
+                                  stated_trace, without)
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
 from fedavail.plan.reports import Report, parse_reports
@@ -64,9 +64,10 @@ def check_finite(value, key: str = "config") -> None:
 
 
 def resolve_entries(config: dict) -> tuple:
-    """Every entry resolved once, every default filled in: the execution options, each partition's and trace's job
-    spec, each algorithm's options, each experiment's training.local by algorithm (local_spec). ConfigError names the
-    first key of an entry (or the execution block) that cannot run, or of a cross-reference that names nothing."""
+    """Every entry resolved once, every default filled in: the execution options, each partition's job spec, each
+    trace's model (its job spec: models.trace_spec), each algorithm's options, each experiment's training.local by
+    algorithm (local_spec). ConfigError names the first key of an entry (or the execution block) that cannot run, or
+    of a cross-reference that names nothing."""
     execution = _typed(ExecutionOptions, config.get("execution", {}), "execution")
     partitions = {}
     for name, spec in config["partitions"].items():
@@ -88,23 +89,23 @@ def _wrap(key: str, validate, *args):
         raise ConfigError(f"{key}: {error}") from error
 
 
-def _resolve_trace(config: dict, name: str) -> dict:
+def _resolve_trace(config: dict, name: str) -> TraceModel:
     key, spec = f"traces.{name}", config["traces"][name]
-    resolved = _wrap(key, trace_spec, config, name)
+    model = _wrap(key, resolve_trace, stated_trace(config, name))
     if TRACE_MODELS[spec["model"]].NEEDS_PARTITION:
         if spec.get("partition") not in config["partitions"]:
             raise ConfigError(f"{key}.partition: model {spec['model']!r} needs a partition defined under "
                               f"'partitions' (got {shorten(spec.get('partition'))})")
     elif "num_clients" not in spec and spec.get("partition") not in config["partitions"]:
         raise ConfigError(f"{key}: give num_clients, or a partition defined under 'partitions'")
-    for record in TRACE_MODELS[spec["model"]].record_files(resolved):
+    for record in TRACE_MODELS[spec["model"]].record_files(trace_spec(model)):
         if not Path(record).is_file():
             raise ConfigError(f"{key}: no device record at {record} (relative paths are from the workflow's folder; "
                               "docs/recorded-availability.md says where records go)")
-    return resolved
+    return model
 
 
-def _resolve_experiment(config: dict, name: str, traces: dict[str, dict]) -> dict[str, dict]:
+def _resolve_experiment(config: dict, name: str, traces: dict[str, TraceModel]) -> dict[str, dict]:
     """The experiment checked; each of its algorithms' training.local block, resolved."""
     key, experiment = f"experiments.{name}", config["experiments"][name]
     _typed(ExperimentOptions, experiment, key)
@@ -126,7 +127,7 @@ def _resolve_experiment(config: dict, name: str, traces: dict[str, dict]) -> dic
     if trace["rounds"] < training.rounds:
         raise ConfigError(f"{key}.training.rounds: {training.rounds} rounds, but trace {experiment['trace']!r} has "
                           f"only {trace['rounds']}")
-    trace_clients = traces[experiment["trace"]]["num_clients"]
+    trace_clients = traces[experiment["trace"]].num_clients
     partition_clients = config["partitions"][experiment["partition"]].get("num_clients")
     if partition_clients is not None and trace_clients != partition_clients:
         raise ConfigError(f"{key}: trace {experiment['trace']!r} has {trace_clients} clients, partition "
@@ -149,21 +150,21 @@ def _typed(cls, values: dict, where: str):
         raise ConfigError(f"{where}.{error}") from error
 
 
-def check_combinations(config: dict, traces: dict[str, dict], algorithms: dict[str, AlgorithmOptions]) -> None:
+def check_combinations(config: dict, traces: dict[str, TraceModel], algorithms: dict[str, AlgorithmOptions]) -> None:
     for name, partition in config["partitions"].items():
         samples = TRAIN_SAMPLES.get(partition["dataset"])
         clients = partition.get("num_clients")
         if samples is not None and clients is not None and clients > samples:
             raise ConfigError(f"partitions.{name}.num_clients: {clients} clients, but {partition['dataset']} has "
                               f"only {samples} training samples")
-    for name, spec in traces.items():
-        if spec["num_clients"] is not None:
-            _wrap(f"traces.{name}", check_trace_for, spec, spec["num_clients"])
-        if spec["model"] == "fedswe" and spec["class_mix"] == "nu":
-            scheme = config["partitions"][spec["partition"]]["scheme"]
+    for name, model in traces.items():
+        if model.num_clients is not None:
+            _wrap(f"traces.{name}", check_trace_for, model, model.num_clients)
+        if getattr(model, "class_mix", None) == "nu":
+            scheme = config["partitions"][model.partition]["scheme"]
             if scheme not in SCHEMES_DRAWING_NU:
                 raise ConfigError(f"traces.{name}.class_mix: 'nu' (the default) needs a partition that draws ν_i "
-                                  f"({', '.join(SCHEMES_DRAWING_NU)}); partition {spec['partition']!r} uses "
+                                  f"({', '.join(SCHEMES_DRAWING_NU)}); partition {model.partition!r} uses "
                                   f"{scheme!r}: set class_mix: empirical")
     for name, experiment in config["experiments"].items():
         dataset = config["partitions"][experiment["partition"]]["dataset"]
@@ -174,14 +175,15 @@ def check_combinations(config: dict, traces: dict[str, dict], algorithms: dict[s
                               f"but {dataset} has only {samples} training samples; lower it")
         trace = traces[experiment["trace"]]
         for algorithm in experiment["algorithms"]:
-            budget, clients = getattr(algorithms[algorithm], "clients_per_round", None), trace["num_clients"]
+            budget, clients = getattr(algorithms[algorithm], "clients_per_round", None), trace.num_clients
             if budget is not None and clients is not None and budget > clients:
                 raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
                                   f"of experiment {name!r}")
-            if algorithms[algorithm].needs_prob() and not resolve_trace(trace).records_prob():
+            if algorithms[algorithm].needs_prob() and not trace.records_prob():
+                spec = trace_spec(trace)
                 raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace "
-                                  f"{experiment['trace']!r} (model {trace['model']!r}, distribution "
-                                  f"{trace.get('distribution')!r}) does not record (experiment {name!r})")
+                                  f"{experiment['trace']!r} (model {spec['model']!r}, distribution "
+                                  f"{spec.get('distribution')!r}) does not record (experiment {name!r})")
 
 
 def parse_checked_reports(config: dict) -> dict[str, Report]:

@@ -5,7 +5,6 @@ ConfigError, the error every config check raises (fedavail.plan.checks)."""
 import json
 from dataclasses import asdict, dataclass
 
-from fedavail.availability.models import full_trace_spec
 from fedavail.partitions.schemes import resolve_partition
 from fedavail.plan.local import resolve_local
 from fedavail.plan.paths import RUN_DIR, path
@@ -64,10 +63,6 @@ def stated_trace(config: dict, name: str) -> dict:
     trace = dict(config["traces"][name])
     trace.setdefault("num_clients", config["partitions"].get(trace.get("partition"), {}).get("num_clients"))
     return trace
-
-
-def trace_spec(config: dict, name: str) -> dict:
-    return full_trace_spec(stated_trace(config, name))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from fedavail.availability.models import TRACE_MODELS, ClockOptions, TraceModel
+from fedavail.availability.clock import ClockOptions
+from fedavail.availability.models import TRACE_MODELS, TraceModel
 from fedavail.partitions.schemes import PARTITION_SCHEMES
 from fedavail.plan.algorithms import algorithm_options
 from fedavail.plan.algorithms.base import AlgorithmOptions

@@ -7,7 +7,7 @@ import re
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
-from fedavail.availability.models import TRACE_MODELS
+from fedavail.availability.models import TRACE_MODELS, trace_spec
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
 from fedavail.plan.config import ConfigError, Run, as_json, experiment_seeds
@@ -148,8 +148,9 @@ def build_plan(config: dict) -> Plan:
     first key whose value cannot run (fedavail.plan.checks)."""
     check_names(config)
     check_finite(config)
-    execution, partitions, traces, algorithms, local = resolve_entries(config)
-    check_combinations(config, traces, algorithms)
+    execution, partitions, trace_models, algorithms, local = resolve_entries(config)
+    check_combinations(config, trace_models, algorithms)
+    traces = {name: trace_spec(model) for name, model in trace_models.items()}
     reports = parse_checked_reports(config)
     experiments = {name: ExperimentPlan(spec["partition"], spec["trace"], tuple(spec["algorithms"]),
                                         tuple(experiment_seeds(config, name)), spec["training"], local[name])

@@ -2,7 +2,9 @@
 statistics of every comparison it makes, the paper's own numbers where published, and a verdict (VERDICT_RULE; the
 rule in full: docs/configuration.md, "Reports"). all_of, decreasing and peak hold when every part holds, fail when
 any part fails, and show no difference when a part does (the claimed order is then a tie); a seed without a finite
-value in a cell (a diverged run, a metric not logged) leaves it not resolved."""
+value in a cell (a diverged run, a metric not logged) leaves it not resolved. Times to a target are censored (a run that
+never reaches it counts as needing more than its final device time) and compared by a paired sign test
+(fedavail.report.censored), never over the seeds that reach it alone."""
 
 import math
 from typing import NamedTuple
@@ -13,6 +15,7 @@ import pandas as pd
 from fedavail.plan.claim_parsing import parse_claims
 from fedavail.report import BUILDERS
 from fedavail.report import frame as tidy
+from fedavail.report.censored import ALPHA, sign_test, time_bounds
 from fedavail.report.compare import paper_values, published_cells
 from fedavail.report.render import TextTable
 from fedavail.report.tables import title
@@ -24,6 +27,7 @@ CONFIDENCE = 0.95
 EQUIVALENCE_CONFIDENCE = 0.90
 MIN_PAIRS = 3
 ACCURACY_METRICS = ("test_acc", "train_acc")
+TIME = "time_to_target"
 VERDICT_RULE = ("Every comparison is of per-seed differences, paired by seed (a seed gives every algorithm the same "
                 "partition, trace and initial model); [low, high] is their 95% Student-t confidence interval over n "
                 "pairs. A comparison holds when the interval lies entirely on the claimed side of its bound (0, or "
@@ -33,7 +37,11 @@ VERDICT_RULE = ("Every comparison is of per-seed differences, paired by seed (a 
                 f"the band); anything else is not resolved. Fewer than {MIN_PAIRS} pairs give no verdict. A claim "
                 "about final accuracy is not "
                 "resolved while a cell it reads is still improving at the end of its run (its last window's mean "
-                "against the window before, same interval, beyond the plateau tolerance).")
+                "against the window before, same interval, beyond the plateau tolerance). A time to a target is "
+                "censored where a run never reaches the target (more than its final device time, by an unknown "
+                "amount): times are compared by a paired sign test in which a pair counts on one side of the bound "
+                "only when no censored time could reverse it and an open pair counts against the claim; a "
+                f"comparison holds (fails) when that side's one-sided p ≤ {ALPHA:g}, which takes 6 pairs or more.")
 
 
 class Interval(NamedTuple):
@@ -132,10 +140,15 @@ class _Evaluation:
             per_run = tidy.time_to_target(run, column, cell["target"]) if cell["metric"] == "time_to_target" \
                 else tidy.window_mean(run, column, self.report["last_n"])
         values = per_run.set_index("seed")["value"].astype(float).sort_index()
-        entry = {**cell, "values": values, "rounds": rounds, "letter": chr(ord("A") + len(self.cells)),
-                 "column": column, "identity": run["identity"].iloc[0] if len(run) else cell["algorithm"],
-                 "attributes": run.iloc[0] if len(run) else None, "mean": float(values.mean()),
-                 "std": float(values.std(ddof=0))}
+        # A time's bounds: [its time, its time] where the run reaches the target, else (final time, ∞)
+        low, high = time_bounds(values, per_run.set_index("seed")["reached"].sort_index()) \
+            if cell["metric"] == TIME else (values, values)
+        observed = values[high == low]
+        entry = {**cell, "values": values, "low": low, "high": high, "rounds": rounds,
+                 "letter": chr(ord("A") + len(self.cells)), "column": column,
+                 "identity": run["identity"].iloc[0] if len(run) else cell["algorithm"],
+                 "attributes": run.iloc[0] if len(run) else None, "mean": float(observed.mean()),
+                 "std": float(observed.std(ddof=0)), "reached": len(observed)}
         missing = values.index[~np.isfinite(values.to_numpy())].tolist()
         if missing or values.empty:
             self.problems.append(f"no value for seed {', '.join(map(str, missing)) or '—'} of {entry['letter']}")
@@ -151,9 +164,12 @@ class _Evaluation:
         return entry
 
     def compare(self, differences: pd.Series, what: str, metric: str, bound: float = 0.0,
-                two_cells: bool = False, equivalence: bool = False) -> str:
+                two_cells: bool = False, equivalence: bool = False, upper: pd.Series | None = None) -> str:
         """The verdict of one comparison: the mean of `differences` above `bound`; a comparison of two cells'
-        accuracies may instead show no difference; `equivalence` claims the difference lies within the margin."""
+        accuracies may instead show no difference; `equivalence` claims the difference lies within the margin. Times
+        to a target: `differences` and `upper` bound each pair's difference, compared by the sign test."""
+        if metric == TIME:
+            return self._compare_times(differences, upper, what, bound, equivalence)
         finite = differences[np.isfinite(differences.to_numpy(dtype=float))].to_numpy()
         interval = paired_interval(finite)
         comparison = {"what": what, "interval": interval, "metric": metric, "equivalence": equivalence}
@@ -170,15 +186,39 @@ class _Evaluation:
         self.comparisons.append({**comparison, "verdict": verdict, "reason": reason})
         return verdict
 
+    def _compare_times(self, low: pd.Series, high: pd.Series | None, what: str, bound: float,
+                       equivalence: bool) -> str:
+        """A comparison of censored times: pairs whose difference lies in [low, high] against `bound`."""
+        comparison = {"what": what, "metric": TIME, "equivalence": equivalence, "bound": bound}
+        if equivalence or high is None:
+            reason = "an accuracy is needed" if equivalence else \
+                "times to a target are compared in pairs (greater, decreasing, non_inferior, above, below)"
+            self.comparisons.append({**comparison, "interval": Interval(math.nan, math.nan, math.nan, 0),
+                                     "verdict": NOT_RESOLVED, "reason": reason})
+            return NOT_RESOLVED
+        known = low.notna() & high.notna()
+        test = sign_test(low[known], high[known], bound)
+        verdict = {"above": HOLDS, "below": FAILS, None: NOT_RESOLVED}[test.decided()]
+        few = "; deciding takes 6 pairs or more" if test.pairs - test.ties < 6 else ""
+        reason = f"needs ≥ {MIN_PAIRS} seeds" if test.pairs < MIN_PAIRS else "" if verdict != NOT_RESOLVED else \
+            f"the sign test does not decide (one-sided p {min(test.p_above, test.p_below):.2g} > {ALPHA:g}{few})"
+        if test.pairs < MIN_PAIRS:
+            verdict = NOT_RESOLVED
+        self.comparisons.append({**comparison, "interval": Interval(math.nan, math.nan, math.nan, test.pairs),
+                                 "sign": test, "verdict": verdict, "reason": reason})
+        return verdict
+
     @staticmethod
-    def _aligned(*cells: dict) -> list[pd.Series]:
-        """The cells' per-seed values on their common seeds (pairing across experiments too)."""
-        joined = pd.concat([c["values"] for c in cells], axis=1, join="inner")
+    def _aligned(*cells: dict, key: str = "values") -> list[pd.Series]:
+        """The cells' per-seed values (or their `low` or `high` bounds) on their common seeds (pairing across
+        experiments too)."""
+        joined = pd.concat([c[key] for c in cells], axis=1, join="inner")
         return [joined.iloc[:, i] for i in range(len(cells))]
 
     def _difference(self, a: dict, b: dict, bound: float = 0.0, note: str = "", **kind) -> str:
-        x, y = self._aligned(a, b)
-        return self.compare(x - y, f"{a['letter']} − {b['letter']}{note}", a["metric"], bound, **kind)
+        (low_a, low_b), (high_a, high_b) = self._aligned(a, b, key="low"), self._aligned(a, b, key="high")
+        return self.compare(low_a - high_b, f"{a['letter']} − {b['letter']}{note}", a["metric"], bound,
+                            upper=high_a - low_b, **kind)
 
     def run(self, check: dict) -> str:
         kind = check["kind"]
@@ -206,8 +246,10 @@ class _Evaluation:
             value, threshold = cells["value"], check["threshold"]
             shown, metric = _show(threshold, value["metric"]), value["metric"]
             if kind == "above":
-                return self.compare(value["values"] - threshold, f"{value['letter']} − {shown}", metric)
-            return self.compare(threshold - value["values"], f"{shown} − {value['letter']}", metric)
+                return self.compare(value["low"] - threshold, f"{value['letter']} − {shown}", metric,
+                                    upper=value["high"] - threshold)
+            return self.compare(threshold - value["high"], f"{shown} − {value['letter']}", metric,
+                                upper=threshold - value["low"])
         method, low, high = self._aligned(cells["method"], cells["low"], cells["high"])
         letters = {role: cells[role]["letter"] for role in ("method", "low", "high")}
         metric, fraction = cells["low"]["metric"], check["fraction"]
@@ -230,15 +272,28 @@ class _Evaluation:
         label = self.frame.loc[self.frame["algorithm"] == cell["algorithm"], "label"].iloc[0]
         return f"{label}{model}{metric} @ {cell['experiment']}"
 
+    @staticmethod
+    def _seeds(cell: dict) -> str:
+        """The cell's seeds; for a time to a target, how many reach it (the mean ± std is theirs)."""
+        seeds = f"{len(cell['values'])} seed{'s' * (len(cell['values']) != 1)}"
+        return f"{cell['reached']} of {seeds} reach it" if cell["metric"] == TIME else seeds
+
     def numbers(self) -> str:
         return "; ".join(f"{c['letter']} = {self.name(c)}: {_show(c['mean'], c['metric'])} ± "
-                         f"{_show(c['std'], c['metric'])} ({len(c['values'])} seed{'s' * (len(c['values']) != 1)}, "
-                         f"{c['rounds']} rounds)" for c in self.cells.values())
+                         f"{_show(c['std'], c['metric'])} ({self._seeds(c)}, {c['rounds']} rounds)"
+                         for c in self.cells.values())
 
     def intervals(self) -> str:
         shown = []
         for comparison in self.comparisons:
             metric, interval = comparison["metric"], comparison["interval"]
+            if metric == TIME:
+                bound = comparison["bound"]
+                against = f" {_show(bound, metric, True, True)}" if bound else " 0"
+                test = comparison.get("sign")
+                shown.append(f"{comparison['what']}: " + (test.describe(f"above{against}", "below") if test
+                                                          else comparison["reason"]))
+                continue
             bounds = f" [{_show(interval.low, metric, True)}, {_show(interval.high, metric, True)}]"
             tight = comparison.get("tight")  # shown where it decided, or could have decided, an equivalence
             if tight is not None and tight.pairs >= 2 and (comparison["equivalence"]

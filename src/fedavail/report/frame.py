@@ -121,11 +121,15 @@ def arbitrary_ratio(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def time_to_target(frame: pd.DataFrame, column: str, target: float) -> pd.DataFrame:
-    """Per run: the virtual seconds (`virtual_s`, logged under a trace's clock) at the end of the first evaluated round
-    whose `column` reaches `target`; NaN for a run that never reaches it or has no clock."""
+    """Per run: `value`, the virtual seconds (`virtual_s`, logged under a trace's clock) at the end of the first
+    evaluated round whose `column` reaches `target`, and `reached` True; for a run that never reaches it, its final
+    virtual seconds, where its time is censored, and `reached` False (fedavail.report.censored); NaN for a run without
+    a clock."""
     if column not in frame or "virtual_s" not in frame:
-        return _per_run(frame, pd.Series(np.nan, index=frame.index))
-    return _per_run(frame, frame["virtual_s"].where(frame[column] >= target - 1e-12), "min")
+        return _per_run(frame, pd.Series(np.nan, index=frame.index)).assign(reached=False)
+    reached = _per_run(frame, frame["virtual_s"].where(frame[column] >= target - 1e-12), "min")
+    final = _per_run(frame, frame["virtual_s"], "max")["value"]
+    return reached.assign(reached=reached["value"].notna(), value=reached["value"].fillna(final))
 
 
 def _per_run(frame: pd.DataFrame, values: pd.Series, how: str = "mean") -> pd.DataFrame:

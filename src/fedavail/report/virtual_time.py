@@ -1,6 +1,7 @@
 """Reports in virtual time, the device time a trace's clock gives each round (logged per round as `virtual_s`): how
-long each algorithm takes to reach target accuracies (a table with paired intervals over seeds) and accuracy against
-virtual time (a figure). Server-model rows of algorithms scored on their local copies are left out."""
+long each algorithm takes to reach target accuracies (a table: censored times, each algorithm against the reference by
+a paired sign test, fedavail.report.censored) and accuracy against virtual time (a figure). Server-model rows of
+algorithms scored on their local copies are left out."""
 
 import math
 
@@ -9,7 +10,7 @@ import pandas as pd
 
 from fedavail.report import BUILDERS
 from fedavail.report import frame as tidy
-from fedavail.report.claims import paired_interval
+from fedavail.report.censored import ALPHA, sign_test, time_bounds
 from fedavail.report.figures import _experiment_title, _panels, _tab10
 from fedavail.report.render import TextTable
 from fedavail.report.tables import title
@@ -29,9 +30,14 @@ def _algorithms(runs: pd.DataFrame) -> list[str]:
     return list(runs.sort_values("order", kind="stable").drop_duplicates("algorithm")["algorithm"])
 
 
+VERDICTS = {"below": "faster", "above": "slower", None: "undecided"}
+
+
 def time_to_accuracy_cells(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
-    """Per experiment, target and algorithm: the virtual seconds to the target over the seeds that reach it (mean,
-    std), how many do, and the paired difference to the reference over the seeds where both do."""
+    """Per experiment, target and algorithm: how many seeds reach the target, the mean and std of their times, and
+    the paired sign test of the algorithm's times minus the reference's, a run that never reaches the target censored
+    at its final device time: pairs surely sooner, surely later, left open or equal, its p-values and the verdict
+    (faster, slower or undecided at one-sided ALPHA)."""
     records = []
     for experiment in job["report"]["experiments"]:
         runs = _shown(frame[frame["experiment"] == experiment])
@@ -39,20 +45,35 @@ def time_to_accuracy_cells(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
         reference = job["report"]["reference"] or algorithms[0]
         labels = dict(zip(runs["algorithm"], runs["label"]))
         for target in job["report"]["targets"]:
-            times = tidy.time_to_target(runs, "test_acc", target).pivot(index="seed", columns="algorithm",
-                                                                         values="value")
+            times = tidy.time_to_target(runs, "test_acc", target).dropna(subset=["value"])
+            low, high = (bound.unstack("algorithm") for bound in time_bounds(
+                times.set_index(["seed", "algorithm"])["value"], times.set_index(["seed", "algorithm"])["reached"]))
             for algorithm in algorithms:
-                values = times[algorithm]
-                paired = (values - times[reference]).dropna()
-                interval = paired_interval(paired.to_numpy()) if algorithm != reference else None
-                records.append({"experiment": experiment, "target": target, "algorithm": algorithm,
-                                "label": labels[algorithm], "reference": reference, "seeds": len(values),
-                                "reached": int(values.notna().sum()), "mean_s": values.mean(),
-                                "std_s": values.std(ddof=0),
-                                **{f"difference_{key}_s": getattr(interval, key) if interval else math.nan
-                                   for key in ("mean", "low", "high")},
-                                "pairs": interval.pairs if interval else 0})
+                mine = times[times["algorithm"] == algorithm]
+                observed = mine["value"][mine["reached"]]
+                record = {"experiment": experiment, "target": target, "algorithm": algorithm,
+                          "label": labels[algorithm], "reference": reference, "seeds": len(mine),
+                          "reached": len(observed), "mean_s": observed.mean(), "std_s": observed.std(ddof=0),
+                          "verdict": "reference"}
+                if algorithm != reference and algorithm in low and reference in low:
+                    paired = pd.concat([low[algorithm] - high[reference], high[algorithm] - low[reference]],
+                                       axis=1).dropna()
+                    test = sign_test(paired[0], paired[1])
+                    record.update(later=test.above, sooner=test.below, open=test.open, ties=test.ties,
+                                  p_later=test.p_above, p_sooner=test.p_below, verdict=VERDICTS[test.decided()])
+                records.append(record)
     return pd.DataFrame.from_records(records)
+
+
+def _comparison(cell: pd.Series) -> str:
+    if cell["verdict"] == "reference":
+        return "reference"
+    if math.isnan(cell.get("sooner", math.nan)):
+        return "—"
+    pairs = int(cell["sooner"] + cell["later"] + cell["open"] + cell["ties"])
+    shown = f"{int(cell['sooner'])} sooner, {int(cell['later'])} later, {int(cell['open'])} open of {pairs}"
+    p = min(cell["p_sooner"], cell["p_later"])
+    return f"{cell['verdict']}: {shown} (p {p:.2g})" if cell["verdict"] != "undecided" else f"{shown} (p {p:.2g})"
 
 
 @BUILDERS.add("time_to_accuracy")
@@ -61,21 +82,21 @@ def time_to_accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
     targets = job["report"]["targets"]
     columns = ["experiment", "algorithm"]
     for target in targets:
-        columns += [f"to {100 * target:g}% (h)", f"Δ to {100 * target:g}% (h) [95%]"]
+        columns += [f"to {100 * target:g}% (h)", f"vs reference to {100 * target:g}%"]
     description = ("Virtual time (hours of device time: each round lasts as long as its slowest participant needs) "
-                   "until the test accuracy first reaches each target: mean ± std over the seeds that reach it, "
-                   "(k/n) when only k of n do; Δ: the paired difference to the reference over the seeds where both "
-                   "reach it, with its 95% t interval.")
+                   "until the test accuracy first reaches each target: mean ± std over the seeds that reach it, with "
+                   "(seeds reaching it / seeds). A run that never reaches the target is censored at its final device "
+                   "time, not dropped. Against the reference, seed by seed: a pair is sooner or later only when no "
+                   "censored time could reverse it, else open; an algorithm is faster (slower) when a sign test "
+                   f"counting the open pairs against it gives one-sided p ≤ {ALPHA:g} (at least 6 seeds).")
     table = TextTable(title(job), description, columns)
-    for (experiment, algorithm), rows in data.groupby(["experiment", "algorithm"], sort=False):
+    for (experiment, _), rows in data.groupby(["experiment", "algorithm"], sort=False):
         row = [experiment, rows["label"].iloc[0]]
         for target in targets:
             cell = rows[rows["target"] == target].iloc[0]
-            reached = "" if cell["reached"] == cell["seeds"] else f" ({cell['reached']}/{cell['seeds']})"
-            row.append(f"{_hours(cell['mean_s'])} ± {_hours(cell['std_s'])}{reached}" if cell["reached"] else "—")
-            row.append("reference" if algorithm == cell["reference"] else
-                       f"{cell['difference_mean_s'] / HOUR:+.2f} [{cell['difference_low_s'] / HOUR:+.2f}, "
-                       f"{cell['difference_high_s'] / HOUR:+.2f}]" if cell["pairs"] else "—")
+            reached = f" ({cell['reached']}/{cell['seeds']})"
+            row.append((f"{_hours(cell['mean_s'])} ± {_hours(cell['std_s'])}" if cell["reached"] else "—") + reached)
+            row.append(_comparison(cell))
         table.rows.append(row)
     if data.empty or data["seeds"].eq(0).all() or "virtual_s" not in frame:
         table.footnotes.append("These runs logged no virtual time: give their trace a clock (docs/configuration.md, "

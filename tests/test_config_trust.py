@@ -425,7 +425,7 @@ def checked_without_schema(config: dict) -> None:
 
 
 def test_the_documented_limits_are_the_codes():
-    from fedavail.availability.models import MAX_TRACE_BYTES, TRACE_BYTES_PER_ENTRY
+    from fedavail.availability.trace_models import MAX_TRACE_BYTES, TRACE_BYTES_PER_ENTRY
     from fedavail.plan.checks import MAX_NAME_LENGTH
     from fedavail.plan.experiments import MAX_ROUNDS
     from fedavail.plan.grid import MAX_GRID_CELLS, MAX_RUNS

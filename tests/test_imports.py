@@ -59,9 +59,9 @@ def test_no_import_cycle_among_fedavail_modules():
 
 
 # The floors the Snakefile's DAG building stands on: the plan and, under it, the settings of the stages' domains
-# (availability models, partition schemes) and the modules every layer uses.
+# (trace models, partition schemes) and the modules every layer uses.
 BASE = {"fedavail.integrity", "fedavail.io", "fedavail.options", "fedavail.rng"}  # the README's bottom row
-DOMAIN_SETTINGS = {"fedavail.availability", "fedavail.availability.clock", "fedavail.availability.models",
+DOMAIN_SETTINGS = {"fedavail.availability", "fedavail.availability.clock", "fedavail.availability.trace_models",
                    "fedavail.availability.records", "fedavail.partitions", "fedavail.partitions.schemes"}
 
 

@@ -7,8 +7,8 @@ import pytest
 from workflow_helpers import REPO
 
 from fedavail.algorithms import algorithm_class
-from fedavail.availability import models as trace_models
-from fedavail.availability.models import TRACE_MODELS, TraceModel
+from fedavail.availability import trace_models
+from fedavail.availability.trace_models import TRACE_MODELS, TraceModel
 from fedavail.data.prepare import BUNDLED_DATASETS, RAW_DATASETS
 from fedavail.models import ARCHITECTURES
 from fedavail.partitions.schemes import PARTITION_SCHEMES, Scheme
@@ -17,7 +17,7 @@ from fedavail.plan import checks
 from fedavail.plan import config as plan_config
 from fedavail.plan.config import ConfigError
 from fedavail.plan.load import load_config, load_config_file
-from fedavail.plan.models import MODEL_NAMES
+from fedavail.plan.names import MODEL_NAMES
 from fedavail.plan.plan import build_plan
 
 

@@ -15,7 +15,7 @@ import torch
 import yaml
 
 from fedavail.availability.clock import completion_seconds, samples_this_round
-from fedavail.availability.models import resolve_trace
+from fedavail.availability.trace_models import resolve_trace
 from fedavail.availability.records import OnlineRecord, RecordError
 from fedavail.availability.replay import FedScaleReplay
 from fedavail.availability.traces import load_trace, make_trace, save_trace, session_rounds
@@ -448,11 +448,11 @@ def test_a_deadline_no_client_can_meet_is_refused_before_the_first_round(tmp_pat
 
 
 def test_a_trace_job_resolves_its_spec_once(tmp_path, monkeypatch):
-    from fedavail.availability import models
+    from fedavail.availability import trace_models
 
     calls = []
-    variant = models.resolve_variant
-    monkeypatch.setattr(models, "resolve_variant", lambda spec, registry, *args: calls.append(spec["model"]) or
+    variant = trace_models.resolve_variant
+    monkeypatch.setattr(trace_models, "resolve_variant", lambda spec, registry, *args: calls.append(spec["model"]) or
                         variant(spec, registry, *args))
     record = write_intervals(tmp_path / "online.csv", [("a", 0, 25), ("b", 5, 40)])
     make_trace({"model": "recorded", "availability": record, "round_seconds": 10, "clock": {"sigma": 0.5}}, 2, 3, 0)

@@ -5,7 +5,7 @@ import math
 import re
 from pathlib import Path
 
-from fedavail.availability.models import TRACE_MODELS, TraceModel, check_trace_for, resolve_trace, trace_spec
+from fedavail.availability.trace_models import TRACE_MODELS, TraceModel, check_trace_for, resolve_trace, trace_spec
 from fedavail.options import REQUIRED, key_table
 from fedavail.partitions.schemes import SCHEMES_DRAWING_NU
 from fedavail.plan.algorithms import resolve_algorithm

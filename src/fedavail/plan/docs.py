@@ -8,7 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from fedavail.availability.clock import ClockOptions
-from fedavail.availability.models import TRACE_MODELS, TraceModel
+from fedavail.availability.trace_models import TRACE_MODELS, TraceModel
 from fedavail.partitions.schemes import PARTITION_SCHEMES
 from fedavail.plan.algorithms import algorithm_options
 from fedavail.plan.algorithms.base import AlgorithmOptions

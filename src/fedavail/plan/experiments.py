@@ -4,9 +4,9 @@ optimisation (`training.local`) is fedavail.plan.local."""
 import re
 from dataclasses import dataclass
 
-from fedavail.availability.models import MAX_ROUNDS
+from fedavail.availability.trace_models import MAX_ROUNDS
 from fedavail.options import check_fields, is_number, option
-from fedavail.plan.models import MODEL_NAMES
+from fedavail.plan.names import MODEL_NAMES
 
 DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
-from fedavail.availability.models import TRACE_MODELS, trace_spec
+from fedavail.availability.trace_models import TRACE_MODELS, trace_spec
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
 from fedavail.plan.config import ConfigError, Run, as_json, experiment_seeds

@@ -6,7 +6,7 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
-from fedavail.availability.models import TRACE_MODELS
+from fedavail.availability.trace_models import TRACE_MODELS
 from fedavail.options import Registry, has_type, is_number, type_name
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
 from fedavail.plan.config import stated_trace

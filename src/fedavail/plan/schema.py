@@ -11,7 +11,7 @@ from dataclasses import MISSING, fields
 
 import yaml
 
-from fedavail.availability.models import TRACE_MODELS
+from fedavail.availability.trace_models import TRACE_MODELS
 from fedavail.options import default_of
 from fedavail.partitions.schemes import PARTITION_SCHEMES
 from fedavail.plan.algorithms.base import AlgorithmOptions

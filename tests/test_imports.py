@@ -62,7 +62,7 @@ def test_no_import_cycle_among_fedavail_modules():
 # (trace models, partition schemes) and the modules every layer uses.
 BASE = {"fedavail.integrity", "fedavail.io", "fedavail.options", "fedavail.rng"}  # the README's bottom row
 DOMAIN_SETTINGS = {"fedavail.availability", "fedavail.availability.clock", "fedavail.availability.trace_models",
-                   "fedavail.availability.records", "fedavail.partitions", "fedavail.partitions.schemes"}
+                   "fedavail.availability.device_records", "fedavail.partitions", "fedavail.partitions.schemes"}
 
 
 def test_the_plan_layer_imports_only_itself_the_domain_settings_and_the_base():

@@ -107,8 +107,8 @@ def test_runs_of_other_experiments_with_the_same_settings_train_together_as_they
 @pytest.mark.parametrize("batched", [False, True], ids=["loop", "vmap"])
 def test_adding_a_seed_rewrites_the_finished_seeds_files_as_they_were(inputs, tmp_path, batched):
     """What the multi-seed Snakemake job does when a seed is added: Snakemake deletes all its outputs and reruns it;
-    the seeds finished before are restored from their records (not recomputed, so even vmap in float32, whose sums
-    depend on how many rows are batched, gives the same numbers), the new seed is trained."""
+    the seeds finished before are restored from their finished.json (not recomputed, so even vmap in float32, whose
+    sums depend on how many rows are batched, gives the same numbers), the new seed is trained."""
     execution = Execution(batched=batched)
     run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "runs", "fedswe", SEEDS[:2]), execution)
     before = {s: {name: (tmp_path / f"runs/seed{s}/{name}").read_bytes() for name in ("metrics.parquet", "summary.json")}
@@ -123,7 +123,7 @@ def test_adding_a_seed_rewrites_the_finished_seeds_files_as_they_were(inputs, tm
     assert results[2]["seed"] == 2 and (tmp_path / "runs/seed2/metrics.parquet").exists()
 
 
-def test_a_finished_record_of_other_settings_is_not_restored(inputs, tmp_path):
+def test_a_finished_json_of_other_settings_is_not_restored(inputs, tmp_path):
     # On the loop, so that a seed trained with others equals its separate run exactly (vmap over more rows may
     # reassociate float32 sums).
     run_seeds(inputs / "data.pt", _seed_inputs(inputs, tmp_path / "runs", "fedavg", SEEDS[:2]), LOOP)

@@ -16,7 +16,7 @@ import yaml
 
 from fedavail.availability.clock import completion_seconds, samples_this_round
 from fedavail.availability.trace_models import resolve_trace
-from fedavail.availability.records import OnlineRecord, RecordError
+from fedavail.availability.device_records import OnlineRecord, RecordError
 from fedavail.availability.replay import FedScaleReplay
 from fedavail.availability.traces import load_trace, make_trace, save_trace, session_rounds
 from fedavail.partitions.partition import load_partition, make_partition, save_partition

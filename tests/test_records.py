@@ -1,6 +1,6 @@
-"""Recorded device availability (fedavail.availability.records): FedScale's pickles and interval tables read exactly,
-every malformed or unsafe file refused naming the file, online time and per-window availability checked by hand, the
-client draw, and the example-record generator."""
+"""Recorded device availability (fedavail.availability.device_records): FedScale's pickles and interval tables read
+exactly, every malformed or unsafe file refused naming the file, online time and per-window availability checked by
+hand, the client draw, and the example-record generator."""
 
 import collections
 import datetime
@@ -17,8 +17,8 @@ import pyarrow.csv
 import pyarrow.parquet
 import pytest
 
-from fedavail.availability import records
-from fedavail.availability.records import (OnlineRecord, RecordError, available_in_windows, client_sessions,
+from fedavail.availability import device_records
+from fedavail.availability.device_records import (OnlineRecord, RecordError, available_in_windows, client_sessions,
                                            draw_clients, fedscale_clients, load_plain_pickle, next_start, online_at,
                                            online_seconds, read_capacity_table, read_fedscale_availability,
                                            read_fedscale_capacity, read_interval_table, read_online_record,
@@ -134,7 +134,7 @@ def test_a_missing_file_stays_file_not_found(tmp_path):
 
 
 def test_the_module_loads_without_torch_pandas_or_pyarrow():
-    code = ("import sys, fedavail.availability.records; "
+    code = ("import sys, fedavail.availability.device_records; "
             "assert not {'torch', 'pandas', 'pyarrow'} & set(sys.modules), 'heavy module imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -475,7 +475,7 @@ def test_deep_nesting_big_integers_and_big_files_are_refused_naming_the_file(tmp
     assert_refused(load_plain_pickle, deep, "nested more than 8 levels deep")
     assert_refused(read_fedscale_availability, write_pickle(tmp_path / "huge", {1: behaviour([2**1024], [5])}),
                    "an integer of 1,025 bits")
-    monkeypatch.setattr(records, "MAX_PICKLE_BYTES", 100)
+    monkeypatch.setattr(device_records, "MAX_PICKLE_BYTES", 100)
     assert_refused(read_fedscale_availability, write_pickle(tmp_path / "large", {i: GOOD for i in range(10)}),
                    "more than the 100 a pickle may have")
 
@@ -568,11 +568,11 @@ def test_numpy_objects_other_than_numbers_are_refused(tmp_path, content, fragmen
 
 
 def test_an_allowed_global_cannot_be_changed_by_a_pickle(tmp_path):
-    names = records._DtypeName.NAMES
+    names = device_records._DtypeName.NAMES
     crafted = tmp_path / "build_on_a_global"
     crafted.write_bytes(b"cnumpy\ndtype\n(dS'NAMES'\n(S'O8'\ntp0\nsb.")  # BUILD setting the allow-list's NAMES
     assert_refused(load_plain_pickle, crafted, "may not set the state of an allowed global")
-    assert records._DtypeName.NAMES == names
+    assert device_records._DtypeName.NAMES == names
 
 
 def test_conversion_to_parquet_reads_what_the_pickle_says_and_refuses_hostile_pickles(tmp_path):
@@ -640,7 +640,7 @@ def test_a_large_csv_is_read_in_memory_near_its_size(tmp_path):
     script = (
         "import resource, sys\n"
         "import numpy, pyarrow, pyarrow.csv, pyarrow.parquet\n"
-        "from fedavail.availability.records import read_online_record\n"
+        "from fedavail.availability.device_records import read_online_record\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "record = read_online_record(sys.argv[1])\n"
         "print(len(record.clients), (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n")

@@ -78,16 +78,16 @@ def cmd_trace(args) -> None:
 def cmd_convert_device_record(args) -> None:
     """A device record (FedScale's pickle, numpy numbers included, or a table) read as the workflow reads it, and
     written as the Parquet table of the same content: a safe, columnar way in for real FedScale files."""
-    from fedavail.availability import records
+    from fedavail.availability import device_records
 
     if args.kind == "availability":
-        record = records.read_online_record(args.source)
-        records.write_interval_table(args.out, record)
+        record = device_records.read_online_record(args.source)
+        device_records.write_interval_table(args.out, record)
         log.info("%s: %d clients, %d online sessions -> %s", args.source, len(record.clients), len(record.starts),
                  args.out)
     else:
-        capacity = records.read_device_capacity(args.source)
-        records.write_capacity_table(args.out, capacity)
+        capacity = device_records.read_device_capacity(args.source)
+        device_records.write_capacity_table(args.out, capacity)
         log.info("%s: %d clients' capacities -> %s", args.source, len(capacity.clients), args.out)
 
 

@@ -1,5 +1,5 @@
 """Training runs: set up (prepared data, partition, trace; model, algorithm, local trainer, state, resume), loop
-rounds, and record (evaluation schedule, per-round metrics in parquet, checkpoints, a summary with provenance in JSON).
+rounds, and write (evaluation schedule, per-round metrics in parquet, checkpoints, a summary with provenance in JSON).
 `run` trains one run; `run_seeds` several in one process (the seeds of an experiment x algorithm, and runs of other
 experiments with the same settings), each with its own partition, trace, keyed streams, state and outputs, the local
 work of all their participants one back-end call (fedavail.engine.local.train_together)."""
@@ -63,8 +63,9 @@ def check_device(requested: str) -> torch.device:
 
 @dataclass
 class RunPaths:
-    """A run's files. `finished` is the record of a finished run (fingerprint, rows, summary, digest), which
-    Snakemake does not delete when it reruns the job: the run's outputs are then rewritten from it, not recomputed."""
+    """A run's files. `finished` (finished.json) holds what a finished run wrote: its fingerprint, metrics rows,
+    summary and their digest; Snakemake does not delete it when it reruns the job, and the run's outputs are then
+    rewritten from it, not recomputed."""
 
     out_dir: Path
 
@@ -115,8 +116,8 @@ class RunInputs:
         self.inputs = {"prepared": (prepared, prepared_sha256),
                        "partition": (Path(self.partition), file_sha256(self.partition)),
                        "trace": (Path(self.trace), file_sha256(self.trace))}
-        # Everything the run's numbers depend on: a checkpoint or record made under another fingerprint (e.g. before a
-        # partition was regenerated with another α) is never resumed or restored.
+        # Everything the run's numbers depend on: a checkpoint or finished.json made under another fingerprint (e.g.
+        # before a partition was regenerated with another α) is never resumed or restored.
         self.fingerprint = json_digest({"spec": self.spec, "code": code_sha256,
                                         "inputs": {role: sha256 for role, (_, sha256) in self.inputs.items()}})
         self.checkpoint = load_checkpoint(self.paths.checkpoint, self.fingerprint, device)
@@ -136,10 +137,10 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
               stop_after_round: int | None = None, dtype: torch.dtype = torch.float32) -> list[dict]:
     """Run (or resume) several runs in one process; one result per run, as `run`'s.
 
-    Specs may differ only in experiment, algorithm_id and seed (RUN_IDENTITY). Each finished run leaves a record
-    (`RunPaths.finished`), and a run with a valid record of the same fingerprint is not trained again: its outputs
-    are rewritten as they were (Snakemake deletes a job's outputs before it reruns it, e.g. for an added seed or
-    another seeds_per_job). `dtype` float64 is for exactness checks (tests)."""
+    Specs may differ only in experiment, algorithm_id and seed (RUN_IDENTITY). Each finished run leaves its
+    finished.json (`RunPaths.finished`), and a run with a valid one of the same fingerprint is not trained again: its
+    outputs are rewritten as they were (Snakemake deletes a job's outputs before it reruns it, e.g. for an added seed
+    or another seeds_per_job). `dtype` float64 is for exactness checks (tests)."""
     started = time.perf_counter()
     _check_same_settings([s.spec for s in seeds])
     stopping.install()
@@ -172,28 +173,29 @@ def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution 
 
 
 def _restore_finished(paths: RunPaths, fingerprint: str, spec: dict) -> dict | None:
-    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None."""
-    record = integrity.read_or_set_aside(paths.finished, lambda path: _read_record(path, fingerprint, spec), ".invalid",
-                                         "the seed is trained again")
-    if record is None:
+    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its finished.json; else
+    None."""
+    finished = integrity.read_or_set_aside(paths.finished, lambda path: _read_finished(path, fingerprint, spec),
+                                           ".invalid", "the seed is trained again")
+    if finished is None:
         return None
-    summary = _write_metrics(paths, record["rows"], record["summary"])
+    summary = _write_metrics(paths, finished["rows"], finished["summary"])
     log.info("seed %s finished before with this spec, code and inputs: outputs rewritten from %s", spec["seed"],
              paths.finished)
     return summary
 
 
-def _read_record(path: Path, fingerprint: str, spec: dict) -> dict | None:
-    """The finished record at `path` if made under `fingerprint`, else None (the seed is trained again and the record
+def _read_finished(path: Path, fingerprint: str, spec: dict) -> dict | None:
+    """The finished.json at `path` if made under `fingerprint`, else None (the seed is trained again and the file
     replaced); ValueError when it cannot be restored: edited, or not a whole run of `spec`."""
-    record = json.loads(path.read_text())
-    if not isinstance(record, dict):
+    finished = json.loads(path.read_text())
+    if not isinstance(finished, dict):
         raise ValueError("not a JSON object")
-    if record.get("fingerprint") != fingerprint:
+    if finished.get("fingerprint") != fingerprint:
         return None
-    if record.get(DIGEST) != json_digest({k: v for k, v in record.items() if k != DIGEST}):
+    if finished.get(DIGEST) != json_digest({k: v for k, v in finished.items() if k != DIGEST}):
         raise ValueError("its content does not match its digest")
-    summary, rows = record.get("summary"), record.get("rows")
+    summary, rows = finished.get("summary"), finished.get("rows")
     if not isinstance(summary, dict) or summary.get("spec") != spec or summary.get("seed") != spec["seed"]:
         raise ValueError("its summary is not of this run's spec and seed")
     if not isinstance(rows, list) or [row.get("round") for row in rows] != list(range(len(rows))):
@@ -207,7 +209,7 @@ def _read_record(path: Path, fingerprint: str, spec: dict) -> dict | None:
             if isinstance(value, (int, float)) and not math.isnan(value) and (
                     "acc" in name and not 0 <= value <= 1 or "loss" in name and not value >= 0):
                 raise ValueError(f"round {row['round']}: {name} = {value} is out of range")
-    return record
+    return finished
 
 
 def _write_metrics(paths: RunPaths, rows: list[dict], summary: dict) -> dict:
@@ -334,8 +336,8 @@ class SeedRun:
         return RoundContext(t, available, prob, snapshot, lr=self.trainer.options.lr_at(t),
                             generator=torch_generator(self.trainer.seed, "algorithm", t))
 
-    def record(self, t: int, ctx: RoundContext, clients: torch.Tensor, result: LocalResult,
-               round_started: float) -> bool:
+    def append_row(self, t: int, ctx: RoundContext, clients: torch.Tensor, result: LocalResult,
+                   round_started: float) -> bool:
         """Append round t's row (evaluated when due); True when the run diverged in it."""
         training = self.shared.training
         row = {"round": t, "participants": len(clients), "lr": ctx.lr,
@@ -401,9 +403,9 @@ class SeedRun:
                            "python": sys.version.split()[0], "training_code_sha256": shared.code_sha256},
         }
         self.result = _write_metrics(self.paths, self.rows, summary)
-        record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": self.result}
+        finished = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": self.result}
         # Unsorted keys: the rows keep their column order.
-        write_text(self.paths.finished, json.dumps({**record, DIGEST: json_digest(record)}, default=str))
+        write_text(self.paths.finished, json.dumps({**finished, DIGEST: json_digest(finished)}, default=str))
         self.paths.checkpoint.unlink(missing_ok=True)
 
 
@@ -459,8 +461,8 @@ def _train_rounds(runs: list[SeedRun], rounds: int, checkpoint_every: int, stop_
 
 
 def _train_round(active: list[SeedRun], t: int) -> None:
-    """Round t of every active seed: each chooses its participants, all train together, each aggregates and records
-    (a seed that diverged ends here)."""
+    """Round t of every active seed: each chooses its participants, all train together, each aggregates and appends
+    its metrics row (a seed that diverged ends here)."""
     started = time.perf_counter()
     contexts = [run.context(t) for run in active]
     works = [LocalWork(run.trainer, *local_work(run.algorithm, run.state, ctx), run.local_state)
@@ -469,7 +471,7 @@ def _train_round(active: list[SeedRun], t: int) -> None:
     results = train_together(works, t, contexts[0].lr)
     for run, ctx, work, result in zip(active, contexts, works, results):
         run.state, run.next_round = run.algorithm.aggregate(run.state, work.clients, result, ctx), t + 1
-        if run.record(t, ctx, work.clients, result, started):
+        if run.append_row(t, ctx, work.clients, result, started):
             run.finish()
 
 

@@ -105,7 +105,7 @@ class TraceModel:
             raise ValueError(f"{WHAT} 'snapshot_size': {size} > {num_clients} clients")
         return size
 
-    def records_prob(self) -> bool:
+    def stores_prob(self) -> bool:
         """Whether its traces store p_i^t."""
         return True
 
@@ -194,7 +194,7 @@ class FastTrace(TraceModel):
             raise ValueError(f"{WHAT} 'snapshot_size': the fast model's cohort is round(fraction·m) = {size}")
         return size
 
-    def records_prob(self) -> bool:
+    def stores_prob(self) -> bool:
         return self.distribution == "uniform"  # the skewed cohorts have no per-client probability
 
     def draw(self, part, num_clients, rounds, client_rng, round_rng):
@@ -369,31 +369,33 @@ class RecordedTrace(TraceModel):
         """window: record client chosen[i] plays client i, a uniform draw without repetition (client_rng); fedscale:
         FedScale's fixed mapping, the trace's `available` a preview at instants start_s + t·round_seconds. No per-round
         draw. A trace in which no client is ever available is refused, naming the settings."""
-        from fedavail.availability import records
+        from fedavail.availability import device_records
 
-        record = records.read_online_record(self.availability)
+        record = device_records.read_online_record(self.availability)
         try:
-            chosen = records.draw_clients(len(record.clients), num_clients, client_rng, self.repeat_clients) \
-                if self.replay == "window" else records.fedscale_clients(record, num_clients, self.repeat_clients)
+            if self.replay == "window":
+                chosen = device_records.draw_clients(len(record.clients), num_clients, client_rng, self.repeat_clients)
+            else:
+                chosen = device_records.fedscale_clients(record, num_clients, self.repeat_clients)
         except ValueError as error:
             raise ValueError(f"{WHAT} 'availability': {self.availability}: {error}") from None
-        starts, ends = records.round_windows(rounds, self.round_seconds, self.start_s)
+        starts, ends = device_records.round_windows(rounds, self.round_seconds, self.start_s)
         extra = {"record_clients": [record.clients[c] for c in chosen]}
         if self.replay == "window":
-            available = records.available_in_windows(record, chosen, starts, ends, self.min_online_share)
+            available = device_records.available_in_windows(record, chosen, starts, ends, self.min_online_share)
             if not available.any():
                 raise ValueError(f"{WHAT}s 'round_seconds', 'start_s' and 'min_online_share': no client is online for "
                                  f"{self.min_online_share:g} of any round of {self.round_seconds:g} s from "
                                  f"{self.start_s:g} s in {self.availability} ({rounds} rounds): every round would be "
                                  "empty; choose rounds that fit the record's sessions")
         else:
-            extra["sessions"] = sessions = records.client_sessions(record, chosen)
+            extra["sessions"] = sessions = device_records.client_sessions(record, chosen)
             if not len(sessions.starts):
                 raise ValueError(f"{WHAT} 'availability': none of the {len(record.clients)} clients of "
                                  f"{self.availability} that FedScale's mapping gives the {num_clients} clients is ever "
                                  "online")
             clients = np.arange(num_clients)
-            available = np.stack([records.online_at(sessions, clients, np.full(num_clients, instant))
+            available = np.stack([device_records.online_at(sessions, clients, np.full(num_clients, instant))
                                   for instant in starts]) if rounds else np.zeros((0, num_clients), dtype=bool)
         prob = np.broadcast_to(available.mean(axis=0), available.shape)
         return available, prob, extra

@@ -179,11 +179,11 @@ def check_combinations(config: dict, traces: dict[str, TraceModel], algorithms: 
             if budget is not None and clients is not None and budget > clients:
                 raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
                                   f"of experiment {name!r}")
-            if algorithms[algorithm].needs_prob() and not trace.records_prob():
+            if algorithms[algorithm].needs_prob() and not trace.stores_prob():
                 spec = trace_spec(trace)
                 raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace "
                                   f"{experiment['trace']!r} (model {spec['model']!r}, distribution "
-                                  f"{spec.get('distribution')!r}) does not record (experiment {name!r})")
+                                  f"{spec.get('distribution')!r}) does not store (experiment {name!r})")
 
 
 def parse_checked_reports(config: dict) -> dict[str, Report]:

@@ -76,7 +76,7 @@ class Plan:
         return spec["partition"] if TRACE_MODELS[spec["model"]].NEEDS_PARTITION else None
 
     def trace_records(self, trace: str) -> list[str]:
-        """The device records trace `trace` reads (fedavail.availability.records)."""
+        """The device records trace `trace` reads (fedavail.availability.device_records)."""
         spec = self.traces[trace]
         return TRACE_MODELS[spec["model"]].record_files(spec)
 

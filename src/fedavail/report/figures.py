@@ -263,7 +263,7 @@ def toy_heterogeneity(job: dict, frame=None):
     grid_values = np.linspace(0.0, 1.0, s["resolution"])
     p1, p2 = np.meshgrid(grid_values, grid_values)
     fig, axes = _panels(len(s["weightings"]), width=4.8, height=4.0, job=job)
-    records = []
+    parts = []
     for ax, weighting in zip(axes[0], s["weightings"]):
         bias = toy.heterogeneity_bias(grid_values, u1, u2, weighting)
         image = ax.imshow(bias, origin="lower", extent=(0, 1, 0, 1), cmap="viridis", vmin=0,
@@ -271,15 +271,15 @@ def toy_heterogeneity(job: dict, frame=None):
         ax.set(xlabel="$p_1$", ylabel="$p_2$", title=f"FedAvg over {weighting} clients\n$|x_{{output}} - x^*|$")
         ax.grid(False)
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-        records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(), "bias": bias.ravel()}))
-    return fig, pd.concat(records, ignore_index=True)
+        parts.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(), "bias": bias.ravel()}))
+    return fig, pd.concat(parts, ignore_index=True)
 
 
 @BUILDERS.add("toy_interpolation")
 def toy_interpolation(job: dict, frame=None):
     s = job["report"]
     fig, axes = _panels(len(s["k"]), width=4.5, height=3.2, rows=2, job=job)
-    records = []
+    parts = []
     for (top, bottom), k in zip(axes.T, s["k"]):
         result = toy.fedswe_alternating(k, s["u"], s["rounds"], s["lr"], s["local_steps"], s["global_lr"])
         steady = toy.alternating_steady_bias(k, s["u"], s["lr"], s["local_steps"], s["global_lr"])
@@ -292,7 +292,7 @@ def toy_interpolation(job: dict, frame=None):
         top.legend(fontsize=7)
         bottom.plot(result["round"], result["consensus"], lw=0.8, color="C1")
         bottom.set(title=f"k = {k:g}: consensus error", xlabel="round", ylabel="(1/2) Σ (x_i − x̄)²")
-        records.append(pd.DataFrame({"k": k, **{c: result[c] for c in ("round", "x", "gradient", "consensus")},
-                                     "steady_bias": steady}))
-    return fig, pd.concat(records, ignore_index=True)
+        parts.append(pd.DataFrame({"k": k, **{c: result[c] for c in ("round", "x", "gradient", "consensus")},
+                                   "steady_bias": steady}))
+    return fig, pd.concat(parts, ignore_index=True)
 

@@ -107,7 +107,7 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
     every = job["report"]["sample_every"]
     curve = tidy.sampled(frame, "test_acc", every).groupby(["experiment", "algorithm", "round"], sort=False)[
         "value"].mean().reset_index()
-    records, headers, notes, columns = [], [], [], []
+    parts, headers, notes, columns = [], [], [], []
     for experiment in job["report"]["experiments"]:
         targets, how = _targets(job, frame, experiment)
         notes.append(f"{experiment}: targets {', '.join(f'{100 * t:g}%' for t in targets) or 'none'} ({how}).")
@@ -116,8 +116,8 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
             columns.append((experiment, f"rounds_to_{100 * target:g}"))
             headers.append(f"{attribute_label('dataset', runs['dataset'].iloc[0])} {100 * target:g}%")
             reached = tidy.first_reaching(curve[curve["experiment"] == experiment], target, ["algorithm"])
-            records.append(runs.assign(value=runs["algorithm"].map(reached), metric=columns[-1][1], target=target))
-    values = pd.concat(records, ignore_index=True) if records else frame.iloc[0:0].assign(value=[], metric=[])
+            parts.append(runs.assign(value=runs["algorithm"].map(reached), metric=columns[-1][1], target=target))
+    values = pd.concat(parts, ignore_index=True) if parts else frame.iloc[0:0].assign(value=[], metric=[])
     targets = values.drop_duplicates(["experiment", "metric"])[["experiment", "metric", "target"]]
     table_cells = cells(frame, values, 1.0).merge(targets, on=["experiment", "metric"])
     description = (f"First round at which the test accuracy, averaged over seeds and sampled every {every} "

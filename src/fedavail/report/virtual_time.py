@@ -38,7 +38,7 @@ def time_to_accuracy_cells(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     the paired sign test of the algorithm's times minus the reference's, a run that never reaches the target censored
     at its final device time: pairs surely sooner, surely later, left open or equal, its p-values and the verdict
     (faster, slower or undecided at one-sided ALPHA)."""
-    records = []
+    rows = []
     for experiment in job["report"]["experiments"]:
         runs = _shown(frame[frame["experiment"] == experiment])
         algorithms = _algorithms(runs)
@@ -51,18 +51,18 @@ def time_to_accuracy_cells(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
             for algorithm in algorithms:
                 mine = times[times["algorithm"] == algorithm]
                 observed = mine["value"][mine["reached"]]
-                record = {"experiment": experiment, "target": target, "algorithm": algorithm,
-                          "label": labels[algorithm], "reference": reference, "seeds": len(mine),
-                          "reached": len(observed), "mean_s": observed.mean(), "std_s": observed.std(ddof=0),
-                          "verdict": "reference"}
+                row = {"experiment": experiment, "target": target, "algorithm": algorithm,
+                       "label": labels[algorithm], "reference": reference, "seeds": len(mine),
+                       "reached": len(observed), "mean_s": observed.mean(), "std_s": observed.std(ddof=0),
+                       "verdict": "reference"}
                 if algorithm != reference and algorithm in low and reference in low:
                     paired = pd.concat([low[algorithm] - high[reference], high[algorithm] - low[reference]],
                                        axis=1).dropna()
                     test = sign_test(paired[0], paired[1])
-                    record.update(later=test.above, sooner=test.below, open=test.open, ties=test.ties,
-                                  p_later=test.p_above, p_sooner=test.p_below, verdict=VERDICTS[test.decided()])
-                records.append(record)
-    return pd.DataFrame.from_records(records)
+                    row.update(later=test.above, sooner=test.below, open=test.open, ties=test.ties,
+                               p_later=test.p_above, p_sooner=test.p_below, verdict=VERDICTS[test.decided()])
+                rows.append(row)
+    return pd.DataFrame.from_records(rows)
 
 
 def _comparison(cell: pd.Series) -> str:

@@ -39,7 +39,7 @@ class AlgorithmOptions:
         return [f.name for f in fields(cls) if f.init]
 
     def needs_prob(self) -> bool:
-        """Whether the algorithm reads p_i^t, so its trace must record it."""
+        """Whether the algorithm reads p_i^t, so its trace must store it."""
         return False
 
     def label(self) -> str:

@@ -15,7 +15,7 @@ from workflow_helpers import REPO, copy_workflow, snakemake
 
 from fedavail.data.prepare import prepare
 from fedavail.plan.checks import TRAIN_SAMPLES
-from fedavail.plan.config import ConfigError
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.grid import expand
 from fedavail.plan.load import check_config_files, command_line_overrides, load, load_config_file, validate
 from fedavail.plan.plan import build_plan

@@ -14,8 +14,8 @@ from fedavail.models import ARCHITECTURES
 from fedavail.partitions.schemes import PARTITION_SCHEMES, Scheme
 from fedavail.plan import algorithms as plan_algorithms
 from fedavail.plan import checks
-from fedavail.plan import config as plan_config
-from fedavail.plan.config import ConfigError
+from fedavail.plan import names
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.load import load_config, load_config_file
 from fedavail.plan.names import MODEL_NAMES
 from fedavail.plan.plan import build_plan
@@ -39,8 +39,8 @@ def test_every_trace_model_and_partition_scheme_has_its_drawer():
 
 
 def test_dataset_and_distribution_names_are_the_data_sides():
-    assert plan_config.BUNDLED_DATASETS == BUNDLED_DATASETS
-    assert set(plan_config.PAPER_DATASETS) == set(RAW_DATASETS)
+    assert names.BUNDLED_DATASETS == BUNDLED_DATASETS
+    assert set(names.PAPER_DATASETS) == set(RAW_DATASETS)
 
 
 def test_an_algorithm_gets_its_defaults_from_its_options():

@@ -21,7 +21,7 @@ from fedavail.availability.replay import FedScaleReplay
 from fedavail.availability.traces import load_trace, make_trace, save_trace, session_rounds
 from fedavail.partitions.partition import load_partition, make_partition, save_partition
 from fedavail.plan.claim_parsing import parse_cell
-from fedavail.plan.config import ConfigError
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.load import load_config, validate
 from fedavail.plan.plan import build_plan
 from fedavail.report import frame as tidy

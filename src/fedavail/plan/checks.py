@@ -10,11 +10,13 @@ from fedavail.options import REQUIRED, key_table
 from fedavail.partitions.schemes import SCHEMES_DRAWING_NU
 from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.config import (DATASETS, MAX_MESSAGE_LENGTH, ConfigError, cut, local_spec, partition_spec, shorten,
-                                  stated_trace, without)
+from fedavail.plan.errors import MAX_MESSAGE_LENGTH, ConfigError, cut, shorten
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
+from fedavail.plan.mappings import without
+from fedavail.plan.names import DATASETS
 from fedavail.plan.reports import Report, parse_reports
+from fedavail.plan.specs import local_spec, partition_spec, stated_trace
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...), file names and part of shell commands: letters,
 # digits and . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter), and

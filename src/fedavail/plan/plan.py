@@ -10,11 +10,29 @@ from functools import cached_property
 from fedavail.availability.trace_models import TRACE_MODELS, trace_spec
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
-from fedavail.plan.config import ConfigError, Run, as_json, experiment_seeds
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.experiments import ExecutionOptions
 from fedavail.plan.labels import entry_labels
+from fedavail.plan.paths import RUN_DIR, path
 from fedavail.plan.reports import Report
 from fedavail.plan.sources import executed_algorithms, training_code_sha256
+from fedavail.plan.specs import as_json
+
+
+@dataclass(frozen=True)
+class Run:
+    experiment: str
+    algorithm: str
+    seed: int
+
+    @property
+    def directory(self) -> str:
+        return path(RUN_DIR, experiment=self.experiment, algorithm=self.algorithm, seed=self.seed)
+
+
+def experiment_seeds(config: dict, experiment: str) -> list[int]:
+    """The experiment's own seeds (e.g. one seed for a cheap sweep), else the config's."""
+    return config["experiments"][experiment].get("seeds", config["seeds"])
 
 
 @dataclass(frozen=True)

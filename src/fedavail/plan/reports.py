@@ -9,7 +9,7 @@ from typing import Literal
 from fedavail.availability.trace_models import TRACE_MODELS
 from fedavail.options import Registry, has_type, is_number, type_name
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
-from fedavail.plan.config import stated_trace
+from fedavail.plan.specs import stated_trace
 from fedavail.plan.paths import EXPERIMENT_DIR, REPORT_DIR, RUN_DIR, path
 
 # What an experiment is, in the words the tables, figures and published values use (fedavail.report.frame columns).

@@ -23,7 +23,7 @@ def run_set(config: dict) -> dict:
     and trace, and the reports. Run specs are stored once each (most runs share one but for their names and seed)."""
     runs, plan = {}, build_plan(config)
     for run in plan.runs():
-        spec = json.loads(as_json(plan.run_spec(run.experiment, run.algorithm, run.seed)))
+        spec = json.loads(as_json(plan.run_spec(run)))
         assert (spec.pop("experiment"), spec.pop("algorithm_id"), spec.pop("seed")) == tuple(vars(run).values())
         runs[run.directory] = as_json(spec)
     shared = sorted(set(runs.values()))

@@ -110,7 +110,7 @@ def test_the_plan_resolves_each_entry_once(monkeypatch):
         ["trace"] * (registry is trace_models.TRACE_MODELS)) or variant(spec, registry, *args))
     config = load_config([REPO / "config/config.yaml"])
     plan = build_plan(config)
-    specs = [plan.run_spec(run.experiment, run.algorithm, run.seed) for run in plan.runs()]
+    specs = [plan.run_spec(run) for run in plan.runs()]
     runs = sum(len(e["algorithms"]) * len(e.get("seeds") or config["seeds"]) for e in config["experiments"].values())
     assert len(specs) == runs and plan.partitions and plan.traces
     assert calls == {"partition_spec": len(config["partitions"]), "trace": len(config["traces"]),

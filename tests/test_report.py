@@ -13,7 +13,7 @@ from fedavail.integrity import seal_summary
 from fedavail.plan import captions, reports
 from fedavail.plan.checks import parse_checked_reports
 from fedavail.plan.errors import ConfigError
-from fedavail.plan.plan import build_plan
+from fedavail.plan.plan import Run, build_plan
 from fedavail.plan.specs import as_json
 from fedavail.report import build, compare
 from fedavail.report import frame as tidy
@@ -27,7 +27,7 @@ def run_spec(experiment, algorithm, seed, entry):
     for algorithm entry `entry`."""
     config = config_with({experiment: ("svhn", "stationary", None, 0.1, [algorithm])}, {algorithm: entry}, {},
                          seeds=(seed,))
-    return build_plan(config).run_spec(experiment, algorithm, seed)
+    return build_plan(config).run_spec(Run(experiment, algorithm, seed))
 
 
 def write_run(root, experiment, algorithm, seed, test, train=None, rounds=ROUNDS, eval_every=10, last_n=20,
@@ -416,7 +416,7 @@ def test_a_label_change_reruns_reports_not_training():
     plans = [build_plan(config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])},
                                     {**algorithms, "avg": {**algorithms["avg"], **extra}}, {}))
              for extra in ({}, {"label": "FedAvg"})]
-    assert plans[0].run_spec("e", "avg", 0) == plans[1].run_spec("e", "avg", 0)
+    assert plans[0].run_spec(Run("e", "avg", 0)) == plans[1].run_spec(Run("e", "avg", 0))
     assert plans[0].experiment_job("e") != plans[1].experiment_job("e")
     assert plans[1].experiment_job("e")["shown"]["avg"]["label"] == "FedAvg"
 

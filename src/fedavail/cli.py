@@ -92,13 +92,13 @@ def cmd_convert_device_record(args) -> None:
 
 
 def cmd_train(args) -> int:
-    """`train` (one run) and `train-seeds` (several runs in one process: fedavail.train.run_seeds)."""
+    """`train` (one run) and `train-seeds` (several runs in one process: fedavail.train.run_together)."""
     if args.gpu_slots is not None:
         # Before anything imports torch: CUDA reads CUDA_VISIBLE_DEVICES once, when it initialises.
         from fedavail.gpu_slots import claim
 
         claim(args.gpu_slots, args.device)
-    from fedavail.train import DeviceUnavailable, Execution, RunInputs, check_device, run_seeds
+    from fedavail.train import DeviceUnavailable, Execution, RunInputs, check_device, run_together
 
     try:
         check_device(args.device)
@@ -112,7 +112,7 @@ def cmd_train(args) -> int:
                          f"({len(args.spec)}); got {len(args.partition)}, {len(args.trace)} and {len(args.out_dir)}")
     batched = {"true": True, "false": False}.get(args.batched.lower(), args.batched)
     execution = Execution(args.threads, args.device, batched, args.checkpoint_every, args.log_every)
-    results = run_seeds(args.prepared, [RunInputs(*entry) for entry in zip(*entries)], execution)
+    results = run_together(args.prepared, [RunInputs(*entry) for entry in zip(*entries)], execution)
     # A preempted run exits non-zero so the scheduler retries it; the retry resumes from the checkpoint.
     return 3 if any("stopped_at" in result for result in results) else 0
 

@@ -16,6 +16,7 @@ import fedavail.plan.specs as fs
 from fedavail.launcher import malloc_assignments
 from fedavail.plan.errors import ConfigError
 from fedavail.plan.load import command_line_overrides, load
+from fedavail.plan.plan import Run
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
 from snakemake.exceptions import WorkflowError
@@ -239,7 +240,7 @@ def train_inputs(wildcards):
 
 
 def train_spec(wildcards):
-    return fs.as_json(PLAN.run_spec(wildcards.experiment, wildcards.algorithm, int(wildcards.seed)))
+    return fs.as_json(PLAN.run_spec(Run(wildcards.experiment, wildcards.algorithm, int(wildcards.seed))))
 
 
 def batch_inputs(batch, wildcards):

@@ -1,9 +1,9 @@
 """The virtual clock (docs/recorded-availability.md, "The virtual clock"), in one place: a trace's `clock` settings
 (ClockOptions), the device capacities a trace job draws and stores (device_capacity), and `Clock`, one run's clock,
-built once by its training process (fedavail.train.SeedRun) and held by it. Each round the Clock prices every client's
-local work in device seconds (the samples it trains this round, FedScale's cost model), leaves out the clients that
-would miss the deadline (counting them as late), asks the FedScale replay (fedavail.availability.replay) who takes
-part where this run's clock stands, and advances by the round's duration."""
+built once by its training process (fedavail.train.TrainingRun) and held by it. Each round the Clock prices every
+client's local work in device seconds (the samples it trains this round, FedScale's cost model), leaves out the clients
+that would miss the deadline (counting them as late), asks the FedScale replay (fedavail.availability.replay) who
+takes part where this run's clock stands, and advances by the round's duration."""
 
 from dataclasses import dataclass
 

@@ -109,7 +109,7 @@ class Plan:
     def training_batches(self) -> tuple[TrainingBatch, ...]:
         groups: dict[str, list[tuple[Run, dict]]] = {}
         for run in self.runs():
-            spec = self.run_spec(run.experiment, run.algorithm, run.seed)
+            spec = self.run_spec(run)
             key = as_json([self.dataset(run.experiment), spec["training"], spec["algorithm"]])
             groups.setdefault(key, []).append((run, spec))
         batches, names = [], set()
@@ -153,12 +153,14 @@ class Plan:
         return {"name": name, "report": report, "experiments": experiments,
                 "algorithms": {a: config["algorithms"][a] for a in used}, "shown": {a: self.shown[a] for a in used}}
 
-    def run_spec(self, experiment: str, algorithm: str, seed: int) -> dict:
+    def run_spec(self, run: Run) -> dict:
         """Exactly what one training run depends on: its experiment's training settings with the local optimisation
-        block resolved for this algorithm, the algorithm's hyperparameters, its seed."""
-        plan = self.experiments[experiment]
-        return {"experiment": experiment, "algorithm_id": algorithm, "seed": int(seed),
-                "training": {**plan.training, "local": plan.local[algorithm]}, "algorithm": self.algorithms[algorithm]}
+        block resolved for its algorithm, the algorithm's hyperparameters, its seed (the trainer keys every stream of
+        the run by it: fedavail.train.RunInputs.seed)."""
+        plan = self.experiments[run.experiment]
+        return {"experiment": run.experiment, "algorithm_id": run.algorithm, "seed": run.seed,
+                "training": {**plan.training, "local": plan.local[run.algorithm]},
+                "algorithm": self.algorithms[run.algorithm]}
 
 
 def build_plan(config: dict) -> Plan:

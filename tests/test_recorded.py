@@ -105,7 +105,7 @@ def test_a_foreign_or_damaged_record_is_an_error_naming_the_file(tmp_path):
      r"'min_online_share' belongs to replay 'window'"),
     ({"round_seconds": 10, "replay": "fedscale", "clock": {}, "overcommitment": 0.5},
      r"'overcommitment' must be a number >= 1"),
-    ({"round_seconds": 10, "replay": "interval"}, r"'replay': 'interval' is not one of"),
+    ({"round_seconds": 10, "replay": "interval"}, r"'replay' must be one of \('window', 'fedscale'\), got 'interval'"),
 ])
 def test_recorded_and_clock_settings_are_checked(spec, message):
     with pytest.raises(ValueError, match=message):
@@ -257,7 +257,7 @@ def test_a_missing_record_is_a_config_error_naming_it(tmp_path, monkeypatch):
 @pytest.mark.parametrize("edit, message", [
     (lambda r: r.update(reference="fast_q0.5"), r"reports\.time_fedswe\.reference: the report shows no 'fast_q0\.5' in "
                                                 r"experiment 'recorded_fedswe'"),
-    (lambda r: r.update(targets=[0.6, 60]), r"reports\.time_fedswe\.targets: accuracies in \(0, 1\]"),
+    (lambda r: r.update(targets=[0.6, 60]), r"reports\.time_fedswe\.targets: must be accuracies in \(0, 1\]"),
 ])
 def test_a_time_to_accuracy_report_is_checked(edit, message, monkeypatch):
     monkeypatch.chdir(REPO)  # the config's record paths are relative to the workflow's folder

@@ -432,9 +432,10 @@ def test_a_label_change_reruns_reports_not_training():
     ({"kind": "toy_heterogeneity", "experiments": ["e"]}, "experiments"),
     ({"kind": "rounds_to_target", "experiments": ["e"], "targets": [1.5]}, "targets"),
     ({"kind": "k_sweep", "experiments": ["e"], "algorithms": ["avg"]}, "parameter"),
-    ({"kind": "fast_table", "experiments": ["e"], "last": 0}, r"reports\.r\.last: must be a positive integer"),
+    ({"kind": "fast_table", "experiments": ["e"], "last": 0}, r"reports\.r\.last: must be an integer >= 1, got 0"),
     ({"kind": "curves", "experiments": ["e"], "log_y": "yes"}, r"reports\.r\.log_y: must be true or false"),
-    ({"kind": "fedswe_table", "experiments": ["e"], "decimals": -1}, r"reports\.r\.decimals: must be >= 0"),
+    ({"kind": "fedswe_table", "experiments": ["e"], "decimals": -1},
+     r"reports\.r\.decimals: must be an integer >= 0, got -1"),
     ({"kind": "fedswe_table", "experiments": "e"}, r"reports\.r\.experiments: must be a list of a string"),
 ])
 def test_invalid_reports_are_rejected_naming_the_key(report, message):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedavail.availability import device_records
-from fedavail.options import check_fields, check_keys, is_number, key_table, option
+from fedavail.options import check_fields, check_keys, check_positive, is_number, key_table, must, option
 
 WHAT = "trace spec key 'clock'"
 MAX_SIGMA = 3.0  # a spread of e^3 ≈ 20 times per σ: wider draws leave the plausible capacities (device_records.py)
@@ -20,15 +20,7 @@ BITS_PER_PARAMETER = 32  # float32
 
 
 def _check_in(bounds: tuple[float, float]):
-    def check(value, key: str, what: str) -> None:
-        if not is_number(value) or not bounds[0] <= value <= bounds[1]:
-            raise ValueError(f"{what} {key!r} must be a number in [{bounds[0]:g}, {bounds[1]:g}], got {value!r}")
-    return check
-
-
-def _check_deadline(value, key: str, what: str) -> None:
-    if not is_number(value) or value <= 0:
-        raise ValueError(f"{what} {key!r} must be a number > 0, got {value!r}")
+    return must(f"a number in [{bounds[0]:g}, {bounds[1]:g}]", lambda v: is_number(v) and bounds[0] <= v <= bounds[1])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +44,7 @@ class ClockOptions:
                           check=_check_in((0.0, MAX_SIGMA)))
     deadline_s: float | None = option(None, "a round's deadline, seconds: a client that would need longer is left out "
                                       "of the round (counted in the metrics' `late`); null: none",
-                                      check=_check_deadline)
+                                      check=check_positive)
 
     def __post_init__(self):
         check_fields(self, WHAT)

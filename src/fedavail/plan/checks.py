@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from fedavail.availability.trace_models import TRACE_MODELS, TraceModel, check_trace_for, resolve_trace, trace_spec
-from fedavail.options import REQUIRED, key_table
+from fedavail.options import check_keys, key_table
 from fedavail.partitions.schemes import SCHEMES_DRAWING_NU
 from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.algorithms.base import AlgorithmOptions
@@ -139,14 +139,8 @@ def _resolve_experiment(config: dict, name: str, traces: dict[str, TraceModel]) 
 
 def _typed(cls, values: dict, where: str):
     """`values` as a `cls`, keys and values checked; ConfigError naming the key under `where`."""
-    allowed = key_table(cls)
-    unknown = sorted(set(values) - set(allowed))
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(allowed)})")
-    missing = [key for key, default in allowed.items() if default == REQUIRED and key not in values]
-    if missing:
-        raise ConfigError(f"{where}.{missing[0]}: missing")
     try:
+        check_keys(values, key_table(cls))
         return cls(**values)
     except ValueError as error:
         raise ConfigError(f"{where}.{error}") from error

@@ -156,7 +156,7 @@ def test_numpy_only_commands_import_no_torch(tmp_path):
                 ["trace", "--partition", f"{tmp_path}/p.npz", "--seed", "0", "--spec", json.dumps(trace_spec),
                  "--out", f"{tmp_path}/t.npz", "--figure", f"{tmp_path}/t.png"]]
     code = (f"import json, sys; {'; '.join(f'import {m}' for m in sorted(reachable))}; "
-            "from fedavail.report.figures import _panels; from fedavail.cli import main; _panels(1); "
+            "from fedavail.report.figures import panels; from fedavail.cli import main; panels(1); "
             f"[main(argv) for argv in json.loads({json.dumps(commands)!r})]; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')))")
     result = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)

@@ -77,7 +77,7 @@ def accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
                    "listed below them, unranked.")
     table = TextTable(title(job), description, ["algorithm", *headers])
     for block, in_block in table_cells.groupby("block", sort=False):
-        eligible = in_block[(in_block["group"] == 1) & ~in_block["algorithm"].map(tidy.is_server_row)]
+        eligible = tidy.without_server_rows(in_block[in_block["group"] == 1])
         marks = {key: rank_marks(dict(zip(part["algorithm"], part["mean"])), s["decimals"])
                  for key, part in eligible.groupby(["column", "metric"], sort=False)}
         _grouped_rows(table, in_block, ["column", "metric"], keys,
@@ -138,7 +138,7 @@ def fast_table(job: dict, frame: pd.DataFrame) -> tuple:
     table_cells = cells(frame, pd.concat([accuracy, ratio], ignore_index=True))
     seeds = frame.groupby(["experiment", "algorithm"])["seed"].nunique()
     table_cells["seeds"] = [seeds[(e, a)] for e, a in zip(table_cells["experiment"], table_cells["algorithm"])]
-    algorithms = list(table_cells.sort_values("order", kind="stable").drop_duplicates("algorithm")["algorithm"])
+    algorithms = tidy.algorithms_in_order(table_cells)
     label = dict(zip(table_cells["algorithm"], table_cells["label"]))
     ratios = table_cells[table_cells["metric"] == "ratio"]
     with_ratio = set(ratios.loc[np.isfinite(ratios["mean"]), "algorithm"])

@@ -140,7 +140,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedavail", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
     stages = parser.add_subparsers(dest="stage", required=True)
+    _add_data_stages(stages)
+    _add_train_stages(stages)
+    report = stages.add_parser("report", help="one report job: an experiment's table and figure, a `reports:` "
+                               "table or figure, or the frame of every run")
+    report.add_argument("--spec", type=_spec, required=True, help="the report job's spec (JSON)")
+    report.add_argument("--run-dirs", type=Path, nargs="*", default=[])
+    report.add_argument("--out", type=_output, nargs="+", required=True, help="KEY=PATH for every output")
+    report.set_defaults(func=cmd_report)
+    return parser
 
+
+def _add_data_stages(stages) -> None:
+    """The stages before training: download, prepare, partition, trace, and converting a device record."""
     download = stages.add_parser("download", help="fetch and verify a paper dataset's archives")
     download.add_argument("dataset")
     download.add_argument("--raw-dir", type=Path, required=True)
@@ -176,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--out", type=Path, required=True, help="the Parquet table to write")
     convert.set_defaults(func=cmd_convert_device_record)
 
+
+def _add_train_stages(stages) -> None:
+    """`train` (one run) and `train-seeds` (several runs in one process), their execution options defaulting to the
+    config's `execution` defaults."""
     train = stages.add_parser("train", help="one run: an algorithm, a seed, an experiment's settings")
     train_seeds = stages.add_parser("train-seeds", help="several runs of the same settings in one process (their "
                                                         "clients batched together); the same outputs as train")
@@ -200,14 +216,6 @@ def build_parser() -> argparse.ArgumentParser:
                            help="with several GPUs visible, lock one device per concurrent job via slot files in DIR "
                                 "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
         stage.set_defaults(func=cmd_train)
-
-    report = stages.add_parser("report", help="one report job: an experiment's table and figure, a `reports:` "
-                               "table or figure, or the frame of every run")
-    report.add_argument("--spec", type=_spec, required=True, help="the report job's spec (JSON)")
-    report.add_argument("--run-dirs", type=Path, nargs="*", default=[])
-    report.add_argument("--out", type=_output, nargs="+", required=True, help="KEY=PATH for every output")
-    report.set_defaults(func=cmd_report)
-    return parser
 
 
 def _log_time(stage: str, event: str, main_started: float) -> None:

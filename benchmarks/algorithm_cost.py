@@ -75,7 +75,7 @@ def contexts(rounds: int, lr_at, device: torch.device) -> list[RoundContext]:
 
 
 def arm(name: str, entry: dict, model: FlatModel, data: ClientData, trainer: ClientTrainer, rounds: int,
-        record: dict):
+        costs: dict):
     hyperparameters = {k: v for k, v in entry.items() if k not in ("algorithm", "lr")}
 
     def setup():
@@ -94,8 +94,8 @@ def arm(name: str, entry: dict, model: FlatModel, data: ClientData, trainer: Cli
                                         ctx.lr)[0]
                 state = algorithm.aggregate(state, clients, result, ctx)
                 participants += len(clients)
-            record[name] = {"participants": participants / rounds,
-                            "bytes": state_bytes(state) + state_bytes(local_state)}
+            costs[name] = {"participants": participants / rounds,
+                           "bytes": state_bytes(state) + state_bytes(local_state)}
         return run
     return setup
 
@@ -121,8 +121,8 @@ def main():
     batched = picks_vmap(MODEL, options.batch_size, device) if args.batched == "auto" \
         else args.batched == "true"
     trainer = ClientTrainer(model, data, options, SEED, batched)
-    record: dict[str, dict] = {}
-    arms = {name: arm(name, entry, model, data, trainer, args.rounds, record) for name, entry in algorithms.items()}
+    costs: dict[str, dict] = {}
+    arms = {name: arm(name, entry, model, data, trainer, args.rounds, costs) for name, entry in algorithms.items()}
     seconds, _ = alternated(arms, args.repeats, device)
     per_round = {name: statistics.median(times) / args.rounds for name, times in seconds.items()}
     dimension = model.dim
@@ -136,8 +136,8 @@ def main():
     for name, entry in algorithms.items():
         extra = EXTRA_WORK.get(entry.get("base", entry["algorithm"]), "")
         print(f"| {name} | {1e3 * per_round[name]:.1f} | {per_round[name] / per_round[REFERENCE]:.2f} | "
-              f"{record[name]['participants']:.1f} | {record[name]['bytes']:,} | "
-              f"{record[name]['bytes'] / (4 * dimension):.1f} | {extra} |")
+              f"{costs[name]['participants']:.1f} | {costs[name]['bytes']:,} | "
+              f"{costs[name]['bytes'] / (4 * dimension):.1f} | {extra} |")
 
 
 if __name__ == "__main__":

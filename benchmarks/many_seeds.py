@@ -5,15 +5,17 @@ run's.
 
 FedSWE (k = 0, lr 0.1) with the SVHN CNN on synthetic SVHN-shaped data (benchmarks/synthetic_run.py), 100 clients,
 Dirichlet(0.1) partitions and stationary traces, one per seed, as the workflow makes them. Both arms use the same
-back end (vmap on CUDA, `--batched` to choose): `fedavail.train.run_seeds` with all seeds (one vmap over all seeds'
-participants per local step) and one `run_seeds` per seed. On the per-client loop the metrics agree exactly; on vmap
-to the reassociation of batched kernels (float64: far below 1e-9; float32: a few ulps, amplified by local SGD).
+back end (vmap on CUDA, `--batched` to choose): `fedavail.train.run_together` with all seeds (one vmap over all
+seeds' participants per local step) and one `run_together` per seed. On the per-client loop the metrics agree exactly;
+on vmap to the reassociation of batched kernels (float64: far below 1e-9; float32: a few ulps, amplified by local
+SGD).
 --rounds 2 --local-steps 1 --device cpu checks the script on a CPU."""
 
 import argparse
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +26,7 @@ from fedavail.availability.traces import make_trace, save_trace
 from fedavail.data.prepared import save_prepared
 from fedavail.launcher import ensure_malloc_settings
 from fedavail.partitions.partition import make_partition, save_partition
-from fedavail.train import Execution, RunInputs, run_seeds
+from fedavail.train import Execution, RunInputs, run_together
 
 
 def _inputs(root: Path, dataset: dict, seeds: list[int], rounds: int, local_steps: int) -> list[RunInputs]:
@@ -71,19 +73,17 @@ def main():
         dataset = svhn_shaped()
         save_prepared(root / "data.pt", dataset)
         inputs = _inputs(root, dataset, seeds, args.rounds, args.local_steps)
-        for seed_inputs in inputs:
-            seed_inputs.out_dir = root / f"together/seed{seed_inputs.spec['seed']}"
         started = time.perf_counter()
-        summaries = run_seeds(root / "data.pt", inputs, execution, dtype=dtype)
+        summaries = run_together(root / "data.pt", [replace(run, out_dir=root / f"together/seed{run.seed}")
+                                                    for run in inputs], execution, dtype=dtype)
         together = time.perf_counter() - started
         alone, differences = 0.0, []
-        for seed_inputs in inputs:
-            seed = seed_inputs.spec["seed"]
-            seed_inputs.out_dir = root / f"alone/seed{seed}"
+        for run in inputs:
             started = time.perf_counter()
-            run_seeds(root / "data.pt", [seed_inputs], execution, dtype=dtype)
+            run_together(root / "data.pt", [replace(run, out_dir=root / f"alone/seed{run.seed}")], execution,
+                         dtype=dtype)
             alone += time.perf_counter() - started
-            differences.append(_max_difference(root / f"together/seed{seed}", root / f"alone/seed{seed}"))
+            differences.append(_max_difference(root / f"together/seed{run.seed}", root / f"alone/seed{run.seed}"))
     provenance = summaries[0]["provenance"]
     print(f"FedSWE SVHN CNN, {args.seeds} seeds x {args.rounds} rounds of {args.local_steps} local steps, "
           f"{args.dtype} on {provenance['device']} (batched: {provenance['batched']})")

@@ -1,15 +1,27 @@
 """Algorithms on quadratic clients F_i(x) = ½‖x − u_i‖², where answers are known in closed form.
 
-`simulate` drives an algorithm through the same `run_round` the trainer uses, with exact local gradient steps in
-place of the neural-network engine."""
+`simulate` drives an algorithm through its hooks in the order the trainer calls them (`run_round`), with exact local
+gradient steps in place of the neural-network engine."""
 
 import math
+from collections.abc import Callable
 
 import torch
 
-from fedavail.algorithms.base import Algorithm, RoundContext, run_round
+from fedavail.algorithms.base import Algorithm, RoundContext, State, local_work
 from fedavail.engine.local import LocalCorrection, LocalResult
 from fedavail.engine.optim import LocalOptimizer
+
+
+def run_round(algorithm: Algorithm, state: State, ctx: RoundContext,
+              local_train: Callable[[torch.Tensor, torch.Tensor, LocalCorrection | None, RoundContext], LocalResult],
+              ) -> tuple[State, torch.Tensor, LocalResult]:
+    """One round in the trainer's order (fedavail.train._train_round): the algorithm's local_work, then
+    `local_train(clients, starts, correction, ctx)` (an exact solver here, the engine in training), then its
+    aggregate."""
+    clients, starts, correction = local_work(algorithm, state, ctx)
+    result = local_train(clients, starts, correction, ctx)
+    return algorithm.aggregate(state, clients, result, ctx), clients, result
 
 
 def quadratic_local_train(targets: torch.Tensor, steps: int, accuracy=None):

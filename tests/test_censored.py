@@ -121,7 +121,7 @@ def test_the_crafted_case_does_not_hold_as_a_claim_on_time_to_target(tmp_path):
     report = {"kind": "claims", "claims": [{"claim": "all reaches 80% sooner", "source": "crafted",
                                             "check": {"greater": cells}}]}
     job, frame = _crafted_job(tmp_path, report)
-    table, records = claims.claims_table(job, frame)
-    record = records.iloc[0]
-    assert record["verdict"] == claims.NOT_RESOLVED and "sign test" in record["reason"]
-    assert "3 of 5 seeds reach it" in record["numbers"] and "3 above 0, 2 below, 0 open of 5" in record["intervals"]
+    table, rows = claims.claims_table(job, frame)
+    row = rows.iloc[0]
+    assert row["verdict"] == claims.NOT_RESOLVED and "sign test" in row["reason"]
+    assert "3 of 5 seeds reach it" in row["numbers"] and "3 above 0, 2 below, 0 open of 5" in row["intervals"]

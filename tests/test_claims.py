@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 from test_report import ALGS, ROUNDS, config_with, constant, write_run
 
-import fedavail.plan.config as fc
 from fedavail.plan import captions, reports
 from fedavail.plan.checks import parse_checked_reports
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.plan import build_plan
+from fedavail.plan.specs import as_json
 from fedavail.report import build, claims
 from fedavail.report import frame as tidy
 
@@ -65,7 +66,7 @@ def _verdicts(tmp_path, checks, seeds=SEEDS, diverged=(), rising=(), **settings)
     report = {"kind": "claims", "claims": [c if "check" in c else _claim(c, f"claim {i}")
                                            for i, c in enumerate(checks)], **settings}
     config = _config(report, seeds)
-    job = json.loads(fc.as_json(build_plan(config).report_job("c")))
+    job = json.loads(as_json(build_plan(config).report_job("c")))
     dirs = [tmp_path / d for d in reports.run_dirs(job)]
     _write(tmp_path, seeds, diverged, rising)
     table, frame = claims.claims_table(job, tidy.view(job, tidy.load(job, dirs)))
@@ -213,7 +214,7 @@ def test_the_report_writes_its_table_and_reads_only_the_cells_it_names(tmp_path,
     assert reports.report_outputs("c", parsed) == {"md": "results/reports/c/table.md",
                                                    "tex": "results/reports/c/table.tex",
                                                    "csv": "results/reports/c/table.csv"}
-    job = json.loads(fc.as_json(build_plan(config).report_job("c")))
+    job = json.loads(as_json(build_plan(config).report_job("c")))
     assert reports.run_dirs(job) == [f"results/runs/gamma/{a}/seed{s}" for a in ("ada", "avg") for s in SEEDS]
     assert "95% Student-t confidence interval" in captions.caption(job)
     _write(tmp_path)
@@ -253,7 +254,7 @@ def test_the_report_writes_its_table_and_reads_only_the_cells_it_names(tmp_path,
 def test_invalid_claims_are_rejected_before_any_job(report, message):
     report = {"kind": "claims", **report}
     config = _config(report)
-    with pytest.raises(fc.ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message):
         parse_checked_reports(config)
 
 

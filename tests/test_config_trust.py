@@ -15,7 +15,7 @@ from workflow_helpers import REPO, copy_workflow, snakemake
 
 from fedavail.data.prepare import prepare
 from fedavail.plan.checks import TRAIN_SAMPLES
-from fedavail.plan.config import ConfigError
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.grid import expand
 from fedavail.plan.load import check_config_files, command_line_overrides, load, load_config_file, validate
 from fedavail.plan.plan import build_plan
@@ -136,7 +136,8 @@ def _fast_trace(c, **keys):
      r"'clients_per_round' must be an integer or null, got 2.5"),
     (lambda c: _use_algorithm(c, {"algorithm": "gfedavg", "lr": 0.1, "period": 2.5}),
      r"'period' must be an integer, got 2.5"),
-    (lambda c: c["algorithms"]["fedavg_known"].update(p_floor=-1), r"p_floor must be in \(0, 1\] or null"),
+    (lambda c: c["algorithms"]["fedavg_known"].update(p_floor=-1),
+     r"fedavg option 'p_floor' must be in \(0, 1\] or null, got -1"),
     (lambda c: c["partitions"]["mnist5k_dir0.5"].update(num_clients=5000),
      r"partitions\.mnist5k_dir0\.5\.num_clients: 5000 clients, but mnist5k has only 4000"),
     (lambda c: (_fast_trace(c, distribution="uniform", snapshot_size=5), c["algorithms"].pop("fedavg_known"),
@@ -405,9 +406,9 @@ def _trace(c, **spec):
      r"traces\.stationary: trace spec key 'phi_max' is 0 for every class: no client is ever available"),
     (lambda c: (c["traces"]["stationary"].update(rounds=1_000_000_000),
                 c["experiments"]["tiny"]["training"].update(rounds=1_000_000_000)),
-     r"traces\.stationary: trace spec key 'rounds': 1,000,000,000 rounds, more than MAX_ROUNDS = 100,000"),
+     r"traces\.stationary: trace spec key 'rounds' must be at most MAX_ROUNDS = 100,000, got 1,000,000,000; lower it"),
     (lambda c: c["experiments"]["tiny"]["training"].update(rounds=1_000_000_000),
-     r"experiments\.tiny\.training\.rounds: 1,000,000,000 rounds, more than MAX_ROUNDS = 100,000; lower it"),
+     r"experiments\.tiny\.training\.rounds: must be at most MAX_ROUNDS = 100,000, got 1,000,000,000; lower it"),
     (lambda c: c["traces"].update(big={"model": "bernoulli", "p": 0.5, "num_clients": 5000, "rounds": 100_000}),
      r"traces\.big: trace spec keys 'rounds' and 'num_clients': drawing 100,000 rounds × 5,000 clients takes about "
      r"14\.9 GiB \(32 bytes per round and client\), more than MAX_TRACE_BYTES = 4 GiB"),
@@ -425,7 +426,7 @@ def checked_without_schema(config: dict) -> None:
 
 
 def test_the_documented_limits_are_the_codes():
-    from fedavail.availability.models import MAX_TRACE_BYTES, TRACE_BYTES_PER_ENTRY
+    from fedavail.availability.trace_models import MAX_TRACE_BYTES, TRACE_BYTES_PER_ENTRY
     from fedavail.plan.checks import MAX_NAME_LENGTH
     from fedavail.plan.experiments import MAX_ROUNDS
     from fedavail.plan.grid import MAX_GRID_CELLS, MAX_RUNS

@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from fedavail.algorithms import build_algorithm
-from fedavail.algorithms.base import RoundContext, run_round
+from fedavail.algorithms.base import RoundContext
 from fedavail.engine.local import LocalResult
 
-from quadratic import quadratic_local_train, simulate
+from quadratic import quadratic_local_train, run_round, simulate
 
 GENERATOR = torch.Generator()  # F3AST draws nothing
 

@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from fedavail.algorithms import build_algorithm
-from fedavail.algorithms.base import RoundContext, run_round
+from fedavail.algorithms.base import RoundContext
 from fedavail.engine.local import LocalResult
 from fedavail.rng import torch_generator
 
-from quadratic import quadratic_local_train, simulate, sqrt_decay
+from quadratic import quadratic_local_train, run_round, simulate, sqrt_decay
 
 U = torch.tensor([[100.0], [-100.0]], dtype=torch.float64)
 TARGETS = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-3.0, 1.0], [2.0, 2.0]], dtype=torch.float64)

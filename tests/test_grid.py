@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-import fedavail.plan.config as fc
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.grid import expand
 from fedavail.plan.load import load_config
 from fedavail.plan.plan import build_plan
+from fedavail.plan.specs import as_json
 
 from workflow_helpers import REPO
 
@@ -22,9 +23,9 @@ def run_set(config: dict) -> dict:
     and trace, and the reports. Run specs are stored once each (most runs share one but for their names and seed)."""
     runs, plan = {}, build_plan(config)
     for run in plan.runs():
-        spec = json.loads(fc.as_json(plan.run_spec(run.experiment, run.algorithm, run.seed)))
+        spec = json.loads(as_json(plan.run_spec(run)))
         assert (spec.pop("experiment"), spec.pop("algorithm_id"), spec.pop("seed")) == tuple(vars(run).values())
-        runs[run.directory] = fc.as_json(spec)
+        runs[run.directory] = as_json(spec)
     shared = sorted(set(runs.values()))
     experiments = {
         name: {"seeds": list(e.seeds), "partition": e.partition, "trace": e.trace,
@@ -120,7 +121,7 @@ def test_claim_grids_and_all_of_grids_expand_into_plain_claims():
      "reports.c.claims[0].check.all_of: a list of checks, or a mapping with `grid` and `check`"),
 ])
 def test_malformed_claim_grids_name_the_key(claim, message):
-    with pytest.raises(fc.ConfigError, match=re.escape(message)):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         expand({"reports": {"c": {"kind": "claims", "claims": [claim]}}})
 
 
@@ -174,7 +175,7 @@ ALGORITHMS = {"fedavg": {"algorithm": "fedavg"}, "fedprox": {"algorithm": "fedpr
      "reports.r.experiments: x_1 listed more than once after expanding patterns"),
 ])
 def test_malformed_grids_and_sets_are_errors_naming_the_key(config, message):
-    with pytest.raises(fc.ConfigError) as error:
+    with pytest.raises(ConfigError) as error:
         expand(config)
     assert str(error.value).startswith(message), str(error.value)
 
@@ -182,7 +183,7 @@ def test_malformed_grids_and_sets_are_errors_naming_the_key(config, message):
 def test_a_grid_beyond_the_cell_limit_is_refused_before_it_expands():
     axes = {f"a{i}": [1, 2, 3] for i in range(11)}  # 177,147 cells
     name = "e" + "".join(f"_{{{axis}}}" for axis in axes)
-    with pytest.raises(fc.ConfigError, match=re.escape(
+    with pytest.raises(ConfigError, match=re.escape(
             f"experiments.{name}.grid: 177,147 cells ({' × '.join(['3'] * 11)}); a config's grids may have at most "
             f"MAX_GRID_CELLS = 10,000 cells in all")):
         expand({"experiments": {name: {"grid": axes}}})
@@ -190,12 +191,12 @@ def test_a_grid_beyond_the_cell_limit_is_refused_before_it_expands():
 
 def test_the_cell_limit_counts_every_grid_of_the_config():
     partitions = {"p_{a}": {"grid": {"a": list(range(6000))}}}
-    with pytest.raises(fc.ConfigError, match=re.escape("experiments.e_{b}.grid: 5,000 cells (5000); 6,000 cells of "
+    with pytest.raises(ConfigError, match=re.escape("experiments.e_{b}.grid: 5,000 cells (5000); 6,000 cells of "
                                                        "grids before it; a config's grids may have at most")):
         expand({"partitions": partitions, "experiments": {"e_{b}": {"grid": {"b": list(range(5000))}}}})
     claim = {"claim": "{x}", "grid": {"x": list(range(200))},
              "check": {"all_of": {"grid": {"y": list(range(100))}, "check": {"greater": ["{x}", "{y}"]}}}}
-    with pytest.raises(fc.ConfigError, match=r"reports\.c\.claims\[0\]\.check\.all_of\.grid: 100 cells \(100\); "
+    with pytest.raises(ConfigError, match=r"reports\.c\.claims\[0\]\.check\.all_of\.grid: 100 cells \(100\); "
                                              r"[0-9,]+ cells of grids before it"):
         expand({"reports": {"c": {"kind": "claims", "claims": [claim]}}})
 
@@ -203,7 +204,7 @@ def test_the_cell_limit_counts_every_grid_of_the_config():
 def test_more_runs_than_the_limit_are_refused():
     config = {"seeds": list(range(50_001)), "algorithms": ALGORITHMS,
               "experiments": {"e": {"algorithms": ["fedavg", "fedprox"]}}}
-    with pytest.raises(fc.ConfigError, match=re.escape("experiments: 100,002 training runs (experiments × algorithms × "
+    with pytest.raises(ConfigError, match=re.escape("experiments: 100,002 training runs (experiments × algorithms × "
                                                        "seeds), more than MAX_RUNS = 100,000")):
         expand(config)
     config["experiments"]["e"]["seeds"] = [0]
@@ -213,10 +214,10 @@ def test_more_runs_than_the_limit_are_refused():
 @pytest.mark.parametrize("template, formatting", [
     ("e{a:0>300}", "':0>300'"), ("e{a:>400000000}", "':>400000000'"), ("e{a!r}", "'!r'"), ("e_{a!s:>3}", "'!s:>3'")])
 def test_format_specs_and_conversions_in_grid_fields_are_refused_before_formatting(template, formatting):
-    with pytest.raises(fc.ConfigError, match=re.escape(f"experiments.{template}: {template!r} formats field 'a' with "
+    with pytest.raises(ConfigError, match=re.escape(f"experiments.{template}: {template!r} formats field 'a' with "
                                                        f"{formatting}; a field is a plain {{axis}}")):
         expand({"experiments": {template: {"grid": {"a": [1]}}}})
-    with pytest.raises(fc.ConfigError, match=re.escape(f"experiments.e_{{a}}.partition: {template!r} formats field")):
+    with pytest.raises(ConfigError, match=re.escape(f"experiments.e_{{a}}.partition: {template!r} formats field")):
         expand({"experiments": {"e_{a}": {"grid": {"a": [1]}, "partition": template}}})
 
 
@@ -248,6 +249,6 @@ def test_every_config_expands_within_the_limits(path):
     ({"experiments": {"e_{a}": {"grid": {"a": [[1]]}}}}, "experiments.e_{a}.grid.a: axis value [1] must be"),
 ])
 def test_malformed_sets_and_axes_are_errors_naming_the_key_not_type_errors(config, message):
-    with pytest.raises(fc.ConfigError) as error:
+    with pytest.raises(ConfigError) as error:
         expand(config)
     assert str(error.value).startswith(message), str(error.value)

@@ -59,10 +59,10 @@ def test_no_import_cycle_among_fedavail_modules():
 
 
 # The floors the Snakefile's DAG building stands on: the plan and, under it, the settings of the stages' domains
-# (availability models, partition schemes) and the modules every layer uses.
+# (trace models, partition schemes) and the modules every layer uses.
 BASE = {"fedavail.integrity", "fedavail.io", "fedavail.options", "fedavail.rng"}  # the README's bottom row
-DOMAIN_SETTINGS = {"fedavail.availability", "fedavail.availability.clock", "fedavail.availability.models",
-                   "fedavail.availability.records", "fedavail.partitions", "fedavail.partitions.schemes"}
+DOMAIN_SETTINGS = {"fedavail.availability", "fedavail.availability.clock", "fedavail.availability.trace_models",
+                   "fedavail.availability.device_records", "fedavail.partitions", "fedavail.partitions.schemes"}
 
 
 def test_the_plan_layer_imports_only_itself_the_domain_settings_and_the_base():
@@ -87,8 +87,8 @@ def test_building_the_dag_imports_no_torch_and_no_pandas():
 def test_training_sources_are_what_training_reads_of_the_plan_layer():
     """Editing a plan module training never imports (reports, grids, docs) must not rerun every training job."""
     sources = {path.relative_to(PACKAGE).as_posix() for path in training_sources(("fedswe",))}
-    for module in ("plan/reports.py", "plan/grid.py", "plan/docs.py", "plan/config.py", "plan/claim_parsing.py",
-                   "plan/checks.py", "plan/load.py", "cli.py"):
+    for module in ("plan/reports.py", "plan/grid.py", "plan/docs.py", "plan/errors.py", "plan/specs.py",
+                   "plan/mappings.py", "plan/claim_parsing.py", "plan/checks.py", "plan/load.py", "cli.py"):
         assert module not in sources
     assert {"plan/local.py", "plan/algorithms/__init__.py", "plan/algorithms/base.py", "plan/algorithms/fedswe.py",
             "options.py", "plan/experiments.py", "availability/traces.py", "data/prepared.py", "engine/local.py",
@@ -156,7 +156,7 @@ def test_numpy_only_commands_import_no_torch(tmp_path):
                 ["trace", "--partition", f"{tmp_path}/p.npz", "--seed", "0", "--spec", json.dumps(trace_spec),
                  "--out", f"{tmp_path}/t.npz", "--figure", f"{tmp_path}/t.png"]]
     code = (f"import json, sys; {'; '.join(f'import {m}' for m in sorted(reachable))}; "
-            "from fedavail.report.figures import _panels; from fedavail.cli import main; _panels(1); "
+            "from fedavail.report.figures import panels; from fedavail.cli import main; panels(1); "
             f"[main(argv) for argv in json.loads({json.dumps(commands)!r})]; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')))")
     result = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)

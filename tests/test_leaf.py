@@ -17,7 +17,7 @@ from fedavail.data.prepare import prepare
 from fedavail.data.prepared import load_prepared, save_prepared, text_windows
 from fedavail.data.shakespeare import ALL_LETTERS
 from fedavail.partitions.partition import make_partition
-from fedavail.plan.config import shorten
+from fedavail.plan.errors import shorten
 
 SEQ = 80
 SPEECH = {"HAMLET_HAMLET": "To be, or not to be, that is the question: Whether 'tis nobler in the mind to suffer "

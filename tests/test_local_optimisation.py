@@ -164,7 +164,7 @@ def test_persistent_momentum_changes_the_next_round_and_reset_does_not_carry_it(
     ({"milestones": [10]}, "only used by schedule 'multistep'"),
     ({"schedule": "multistep", "milestones": [10, 5]}, "increasing"),
     ({"betas": [0.9]}, "betas"),
-    ({"momentum": 1.0}, "momentum: must be < 1"),
+    ({"momentum": 1.0}, "momentum: must be in "),
     ({"local_steps": 3}, "experiments.x.training.local.local_steps: unknown key"),
 ])
 def test_bad_local_settings_name_the_key(values, message):

@@ -35,9 +35,9 @@ def test_one_job_per_algorithm_writes_what_the_per_run_jobs_write(seeds_run):
     assert planned_jobs(seeds_run, "--configfile", "config/test.yaml") == set()
 
 
-def test_switching_to_one_job_per_run_restores_every_run_from_its_record(seeds_run, tmp_path):
+def test_switching_to_one_job_per_run_restores_every_run_from_its_finished_json(seeds_run, tmp_path):
     """Snakemake reruns the jobs (a job of all seeds reads every seed's partition and trace, so its inputs are not
-    a one-seed job's), and each restores its finished seed from the record instead of training it again."""
+    a one-seed job's), and each restores its finished seed from its finished.json instead of training it again."""
     workdir = tmp_path / "switched"
     shutil.copytree(seeds_run, workdir, symlinks=True)
     _edit_config(workdir, lambda c: c["execution"].update(seeds_per_job=1))

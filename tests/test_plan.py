@@ -7,17 +7,17 @@ import pytest
 from workflow_helpers import REPO
 
 from fedavail.algorithms import algorithm_class
-from fedavail.availability import models as trace_models
-from fedavail.availability.models import TRACE_MODELS, TraceModel
+from fedavail.availability import trace_models
+from fedavail.availability.trace_models import TRACE_MODELS, TraceModel
 from fedavail.data.prepare import BUNDLED_DATASETS, RAW_DATASETS
 from fedavail.models import ARCHITECTURES
 from fedavail.partitions.schemes import PARTITION_SCHEMES, Scheme
 from fedavail.plan import algorithms as plan_algorithms
 from fedavail.plan import checks
-from fedavail.plan import config as plan_config
-from fedavail.plan.config import ConfigError
+from fedavail.plan import names
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.load import load_config, load_config_file
-from fedavail.plan.models import MODEL_NAMES
+from fedavail.plan.names import MODEL_NAMES
 from fedavail.plan.plan import build_plan
 
 
@@ -39,8 +39,8 @@ def test_every_trace_model_and_partition_scheme_has_its_drawer():
 
 
 def test_dataset_and_distribution_names_are_the_data_sides():
-    assert plan_config.BUNDLED_DATASETS == BUNDLED_DATASETS
-    assert set(plan_config.PAPER_DATASETS) == set(RAW_DATASETS)
+    assert names.BUNDLED_DATASETS == BUNDLED_DATASETS
+    assert set(names.PAPER_DATASETS) == set(RAW_DATASETS)
 
 
 def test_an_algorithm_gets_its_defaults_from_its_options():
@@ -48,7 +48,8 @@ def test_an_algorithm_gets_its_defaults_from_its_options():
     assert (fedavg.weighting, fedavg.p_floor, fedavg.global_lr) == ("active", 0.02, 1.0)
     built = algorithm_class("fedavg")()
     assert (built.weighting, built.p_floor, built.global_lr) == ("active", 0.02, 1.0)
-    with pytest.raises(ValueError, match="'weighting': 'some' is not one of"):
+    with pytest.raises(ValueError, match=r"fedavg option 'weighting' must be one of \('active', 'all', 'known'\), "
+                                         r"got 'some'"):
         plan_algorithms.resolve_algorithm("fedavg", {"weighting": "some"})
 
 
@@ -76,7 +77,8 @@ def test_the_settings_code_stays_simple():
     (lambda c: c.update(execution={"log_every": 0}), r"execution\.log_every: must be an integer >= 1"),
     (lambda c: c["partitions"]["mnist5k_dir0.5"].update(dataset="mnist"), r"partitions\.mnist5k_dir0\.5\.dataset"),
     (lambda c: c["partitions"]["mnist5k_dir0.5"].update(alpha=0), r"partitions\.mnist5k_dir0\.5: .*'alpha' must be"),
-    (lambda c: c["algorithms"]["fedavg_active"].update(global_lr=0), r"algorithms\.fedavg_active: .*global_lr must"),
+    (lambda c: c["algorithms"]["fedavg_active"].update(global_lr=0),
+     r"algorithms\.fedavg_active: fedavg option 'global_lr' must be > 0, got 0"),
     (lambda c: c["experiments"]["tiny"].update(algorithms=[]), r"experiments\.tiny\.algorithms: must be a non-empty"),
     (lambda c: c["experiments"]["tiny"].update(seeds=[1, 1]), r"experiments\.tiny\.seeds: must be null or a non-empty"),
     (lambda c: c["experiments"]["tiny"]["training"]["local"].update(lr=-1),
@@ -110,7 +112,7 @@ def test_the_plan_resolves_each_entry_once(monkeypatch):
         ["trace"] * (registry is trace_models.TRACE_MODELS)) or variant(spec, registry, *args))
     config = load_config([REPO / "config/config.yaml"])
     plan = build_plan(config)
-    specs = [plan.run_spec(run.experiment, run.algorithm, run.seed) for run in plan.runs()]
+    specs = [plan.run_spec(run) for run in plan.runs()]
     runs = sum(len(e["algorithms"]) * len(e.get("seeds") or config["seeds"]) for e in config["experiments"].values())
     assert len(specs) == runs and plan.partitions and plan.traces
     assert calls == {"partition_spec": len(config["partitions"]), "trace": len(config["traces"]),

@@ -15,13 +15,13 @@ import torch
 import yaml
 
 from fedavail.availability.clock import completion_seconds, samples_this_round
-from fedavail.availability.models import resolve_trace
-from fedavail.availability.records import OnlineRecord, RecordError
+from fedavail.availability.trace_models import resolve_trace
+from fedavail.availability.device_records import OnlineRecord, RecordError
 from fedavail.availability.replay import FedScaleReplay
 from fedavail.availability.traces import load_trace, make_trace, save_trace, session_rounds
 from fedavail.partitions.partition import load_partition, make_partition, save_partition
 from fedavail.plan.claim_parsing import parse_cell
-from fedavail.plan.config import ConfigError
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.load import load_config, validate
 from fedavail.plan.plan import build_plan
 from fedavail.report import frame as tidy
@@ -105,7 +105,7 @@ def test_a_foreign_or_damaged_record_is_an_error_naming_the_file(tmp_path):
      r"'min_online_share' belongs to replay 'window'"),
     ({"round_seconds": 10, "replay": "fedscale", "clock": {}, "overcommitment": 0.5},
      r"'overcommitment' must be a number >= 1"),
-    ({"round_seconds": 10, "replay": "interval"}, r"'replay': 'interval' is not one of"),
+    ({"round_seconds": 10, "replay": "interval"}, r"'replay' must be one of \('window', 'fedscale'\), got 'interval'"),
 ])
 def test_recorded_and_clock_settings_are_checked(spec, message):
     with pytest.raises(ValueError, match=message):
@@ -257,7 +257,7 @@ def test_a_missing_record_is_a_config_error_naming_it(tmp_path, monkeypatch):
 @pytest.mark.parametrize("edit, message", [
     (lambda r: r.update(reference="fast_q0.5"), r"reports\.time_fedswe\.reference: the report shows no 'fast_q0\.5' in "
                                                 r"experiment 'recorded_fedswe'"),
-    (lambda r: r.update(targets=[0.6, 60]), r"reports\.time_fedswe\.targets: accuracies in \(0, 1\]"),
+    (lambda r: r.update(targets=[0.6, 60]), r"reports\.time_fedswe\.targets: must be accuracies in \(0, 1\]"),
 ])
 def test_a_time_to_accuracy_report_is_checked(edit, message, monkeypatch):
     monkeypatch.chdir(REPO)  # the config's record paths are relative to the workflow's folder
@@ -448,11 +448,11 @@ def test_a_deadline_no_client_can_meet_is_refused_before_the_first_round(tmp_pat
 
 
 def test_a_trace_job_resolves_its_spec_once(tmp_path, monkeypatch):
-    from fedavail.availability import models
+    from fedavail.availability import trace_models
 
     calls = []
-    variant = models.resolve_variant
-    monkeypatch.setattr(models, "resolve_variant", lambda spec, registry, *args: calls.append(spec["model"]) or
+    variant = trace_models.resolve_variant
+    monkeypatch.setattr(trace_models, "resolve_variant", lambda spec, registry, *args: calls.append(spec["model"]) or
                         variant(spec, registry, *args))
     record = write_intervals(tmp_path / "online.csv", [("a", 0, 25), ("b", 5, 40)])
     make_trace({"model": "recorded", "availability": record, "round_seconds": 10, "clock": {"sigma": 0.5}}, 2, 3, 0)

@@ -1,6 +1,6 @@
-"""Recorded device availability (fedavail.availability.records): FedScale's pickles and interval tables read exactly,
-every malformed or unsafe file refused naming the file, online time and per-window availability checked by hand, the
-client draw, and the example-record generator."""
+"""Recorded device availability (fedavail.availability.device_records): FedScale's pickles and interval tables read
+exactly, every malformed or unsafe file refused naming the file, online time and per-window availability checked by
+hand, the client draw, and the example-record generator."""
 
 import collections
 import datetime
@@ -17,12 +17,13 @@ import pyarrow.csv
 import pyarrow.parquet
 import pytest
 
-from fedavail.availability import records
-from fedavail.availability.records import (OnlineRecord, RecordError, available_in_windows, client_sessions,
-                                           draw_clients, fedscale_clients, load_plain_pickle, next_start, online_at,
-                                           online_seconds, read_capacity_table, read_fedscale_availability,
-                                           read_fedscale_capacity, read_interval_table, read_online_record,
-                                           record_format, round_windows, session_lengths)
+from fedavail.availability import device_records
+from fedavail.availability.device_records import (OnlineRecord, RecordError, available_in_windows, client_sessions,
+                                                  draw_clients, fedscale_clients, load_plain_pickle, next_start,
+                                                  online_at, online_seconds, read_capacity_table,
+                                                  read_fedscale_availability, read_fedscale_capacity,
+                                                  read_interval_table, read_online_record, record_format,
+                                                  round_windows)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,7 +69,7 @@ def test_fedscale_availability_is_read_exactly_in_client_order(tmp_path):
     np.testing.assert_array_equal(record.owner, [1, 1, 2, 2])
     np.testing.assert_array_equal(record.period, [50.0, 200.0, 100.0])
     assert record.starts.dtype == np.float64 and record.owner.dtype == np.int64 and record.period.dtype == np.float64
-    np.testing.assert_array_equal(session_lengths(record), [5.0, 40.0, 30.0, 50.0])
+    np.testing.assert_array_equal(record.ends - record.starts, [5.0, 40.0, 30.0, 50.0])
 
 
 def test_fedscale_availability_needs_only_active_inactive_and_finish_time(tmp_path):
@@ -134,7 +135,7 @@ def test_a_missing_file_stays_file_not_found(tmp_path):
 
 
 def test_the_module_loads_without_torch_pandas_or_pyarrow():
-    code = ("import sys, fedavail.availability.records; "
+    code = ("import sys, fedavail.availability.device_records; "
             "assert not {'torch', 'pandas', 'pyarrow'} & set(sys.modules), 'heavy module imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -419,7 +420,7 @@ def test_the_generator_writes_readable_identical_files(tmp_path):
     record = read_fedscale_availability(tmp_path / "first/example_client_behave_trace")
     assert record.clients == tuple(str(i) for i in range(1, 26))
     assert len(record.starts) == sum(len(entry["active"]) for entry in raw.values())  # written already merged
-    assert (record.starts >= 0).all() and (record.ends <= 86400).all() and (session_lengths(record) > 0).all()
+    assert (record.starts >= 0).all() and (record.ends <= 86400).all() and (record.ends > record.starts).all()
     capacity = read_fedscale_capacity(tmp_path / "first/example_client_device_capacity")
     assert capacity.clients == record.clients
     assert (capacity.computation_ms > 0).all() and (capacity.communication_kbps > 0).all()
@@ -475,7 +476,7 @@ def test_deep_nesting_big_integers_and_big_files_are_refused_naming_the_file(tmp
     assert_refused(load_plain_pickle, deep, "nested more than 8 levels deep")
     assert_refused(read_fedscale_availability, write_pickle(tmp_path / "huge", {1: behaviour([2**1024], [5])}),
                    "an integer of 1,025 bits")
-    monkeypatch.setattr(records, "MAX_PICKLE_BYTES", 100)
+    monkeypatch.setattr(device_records, "MAX_PICKLE_BYTES", 100)
     assert_refused(read_fedscale_availability, write_pickle(tmp_path / "large", {i: GOOD for i in range(10)}),
                    "more than the 100 a pickle may have")
 
@@ -568,11 +569,11 @@ def test_numpy_objects_other_than_numbers_are_refused(tmp_path, content, fragmen
 
 
 def test_an_allowed_global_cannot_be_changed_by_a_pickle(tmp_path):
-    names = records._DtypeName.NAMES
+    names = device_records._DtypeName.NAMES
     crafted = tmp_path / "build_on_a_global"
     crafted.write_bytes(b"cnumpy\ndtype\n(dS'NAMES'\n(S'O8'\ntp0\nsb.")  # BUILD setting the allow-list's NAMES
     assert_refused(load_plain_pickle, crafted, "may not set the state of an allowed global")
-    assert records._DtypeName.NAMES == names
+    assert device_records._DtypeName.NAMES == names
 
 
 def test_conversion_to_parquet_reads_what_the_pickle_says_and_refuses_hostile_pickles(tmp_path):
@@ -640,7 +641,7 @@ def test_a_large_csv_is_read_in_memory_near_its_size(tmp_path):
     script = (
         "import resource, sys\n"
         "import numpy, pyarrow, pyarrow.csv, pyarrow.parquet\n"
-        "from fedavail.availability.records import read_online_record\n"
+        "from fedavail.availability.device_records import read_online_record\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "record = read_online_record(sys.argv[1])\n"
         "print(len(record.clients), (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n")

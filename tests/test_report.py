@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fedavail.plan.config as fc
 from fedavail.integrity import seal_summary
 from fedavail.plan import captions, reports
 from fedavail.plan.checks import parse_checked_reports
-from fedavail.plan.plan import build_plan
+from fedavail.plan.errors import ConfigError
+from fedavail.plan.plan import Run, build_plan
+from fedavail.plan.specs import as_json
 from fedavail.report import build, compare
 from fedavail.report import frame as tidy
 from fedavail.report import render, tables
@@ -26,7 +27,7 @@ def run_spec(experiment, algorithm, seed, entry):
     for algorithm entry `entry`."""
     config = config_with({experiment: ("svhn", "stationary", None, 0.1, [algorithm])}, {algorithm: entry}, {},
                          seeds=(seed,))
-    return build_plan(config).run_spec(experiment, algorithm, seed)
+    return build_plan(config).run_spec(Run(experiment, algorithm, seed))
 
 
 def write_run(root, experiment, algorithm, seed, test, train=None, rounds=ROUNDS, eval_every=10, last_n=20,
@@ -82,14 +83,14 @@ def constant(value):
 
 def _job(config, name, dirs):
     """(job spec, the report's view of its runs), the spec passed through JSON as the rule passes it."""
-    job = json.loads(fc.as_json(build_plan(config).report_job(name)))
+    job = json.loads(as_json(build_plan(config).report_job(name)))
     return job, tidy.view(job, tidy.load(job, dirs))
 
 
 def _experiment_report(tmp_path, config, dirs):
     """The per-experiment files of experiment e, as rule report_experiment writes them."""
     outputs = {k: tmp_path / v for k, v in reports.experiment_outputs("e").items()}
-    build.make_report(json.loads(fc.as_json(build_plan(config).experiment_job("e"))), dirs, outputs)
+    build.make_report(json.loads(as_json(build_plan(config).experiment_job("e"))), dirs, outputs)
     return outputs
 
 
@@ -293,7 +294,7 @@ def test_config_order_survives_the_sorted_json_spec(tmp_path):
     dirs = [write_run(tmp_path, e, a, s, constant(0.5), entry=algorithms[a]) for e, (*_, algs) in experiments.items()
             for a in algs for s in (0, 1)]
     config = config_with(experiments, algorithms, {"f": {"kind": "fast_table", "experiments": ["z_exp", "a_exp"]}})
-    job = json.loads(fc.as_json(build_plan(config).report_job("f")))
+    job = json.loads(as_json(build_plan(config).report_job("f")))
     assert list(job["experiments"]) == ["a_exp", "z_exp"]  # what the rule's JSON does to mappings
     table, _ = tables.fast_table(job, tidy.view(job, tidy.load(job, dirs)))
     assert table.columns == ["experiment", "FedAvg over active", "FedSWE (k = 100)", "FedAvg over all"]
@@ -406,7 +407,7 @@ def test_two_entries_never_share_a_label():
         "all": "FedAvg over all (global_lr = 1) [all]", "all10": "FedAvg over all (global_lr = 10)",
         "slow": "FedAvg over all (global_lr = 1, lr = 0.01)", "twin": "FedAvg over all (global_lr = 1) [twin]",
         "mine": "FedAvg over all"}
-    with pytest.raises(fc.ConfigError, match="label 'x' is stated by the entries \\['a', 'b'\\]"):
+    with pytest.raises(ConfigError, match="label 'x' is stated by the entries \\['a', 'b'\\]"):
         _shown({"a": {"algorithm": "fedavg", "label": "x"}, "b": {"algorithm": "mifa", "label": "x"}})
 
 
@@ -415,7 +416,7 @@ def test_a_label_change_reruns_reports_not_training():
     plans = [build_plan(config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])},
                                     {**algorithms, "avg": {**algorithms["avg"], **extra}}, {}))
              for extra in ({}, {"label": "FedAvg"})]
-    assert plans[0].run_spec("e", "avg", 0) == plans[1].run_spec("e", "avg", 0)
+    assert plans[0].run_spec(Run("e", "avg", 0)) == plans[1].run_spec(Run("e", "avg", 0))
     assert plans[0].experiment_job("e") != plans[1].experiment_job("e")
     assert plans[1].experiment_job("e")["shown"]["avg"]["label"] == "FedAvg"
 
@@ -431,14 +432,15 @@ def test_a_label_change_reruns_reports_not_training():
     ({"kind": "toy_heterogeneity", "experiments": ["e"]}, "experiments"),
     ({"kind": "rounds_to_target", "experiments": ["e"], "targets": [1.5]}, "targets"),
     ({"kind": "k_sweep", "experiments": ["e"], "algorithms": ["avg"]}, "parameter"),
-    ({"kind": "fast_table", "experiments": ["e"], "last": 0}, r"reports\.r\.last: must be a positive integer"),
+    ({"kind": "fast_table", "experiments": ["e"], "last": 0}, r"reports\.r\.last: must be an integer >= 1, got 0"),
     ({"kind": "curves", "experiments": ["e"], "log_y": "yes"}, r"reports\.r\.log_y: must be true or false"),
-    ({"kind": "fedswe_table", "experiments": ["e"], "decimals": -1}, r"reports\.r\.decimals: must be >= 0"),
+    ({"kind": "fedswe_table", "experiments": ["e"], "decimals": -1},
+     r"reports\.r\.decimals: must be an integer >= 0, got -1"),
     ({"kind": "fedswe_table", "experiments": "e"}, r"reports\.r\.experiments: must be a list of a string"),
 ])
 def test_invalid_reports_are_rejected_naming_the_key(report, message):
     config = config_with({"e": ("svhn", "stationary", None, 0.1, ["avg", "swe"])}, ALGS, {"r": report})
-    with pytest.raises(fc.ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message):
         parse_checked_reports(config)
 
 
@@ -529,7 +531,7 @@ def test_every_kind_writes_its_files(tmp_path, monkeypatch):
                           extra=extra, entry=config["algorithms"][algorithm])
     monkeypatch.chdir(tmp_path)
     for name, report in config["reports"].items():
-        job = json.loads(fc.as_json(build_plan(config).report_job(name)))  # as the rule passes it: keys sorted
+        job = json.loads(as_json(build_plan(config).report_job(name)))  # as the rule passes it: keys sorted
         parsed = reports.parse_report(name, report, config)
         outputs = {k: tmp_path / v for k, v in reports.report_outputs(name, parsed).items()}
         build.make_report(job, reports.run_dirs(job), outputs)
@@ -564,7 +566,7 @@ def test_a_figure_job_imports_no_seaborn_and_no_scipy(tmp_path, kind):
         outputs = reports.report_outputs("cur", reports.parse_report("cur", config["reports"]["cur"], config))
     else:
         job, outputs = build_plan(config).experiment_job("e"), reports.experiment_outputs("e")
-    argv = ["report", "--spec", fc.as_json(job), "--run-dirs", *map(str, dirs),
+    argv = ["report", "--spec", as_json(job), "--run-dirs", *map(str, dirs),
             "--out", *(f"{key}={tmp_path / path}" for key, path in outputs.items())]
     code = ("import json, sys; from fedavail.cli import main; main(json.loads(sys.argv[1])); "
             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'seaborn', 'scipy'})))")

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fedavail.algorithms import build_algorithm
-from fedavail.algorithms.base import RoundContext, run_round
+from fedavail.algorithms.base import RoundContext
 from fedavail.engine.client_data import ClientData
 from fedavail.engine.local import ClientTrainer
 from fedavail.engine.optim import LocalOptimizer
@@ -18,7 +18,7 @@ from fedavail.rng import torch_generator
 
 import numpy as np
 
-from quadratic import curved_local_train, quadratic_local_train, simulate, sqrt_decay
+from quadratic import curved_local_train, quadratic_local_train, run_round, simulate, sqrt_decay
 from synthetic import image_dataset
 
 TARGETS = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-3.0, 1.0], [2.0, 2.0]], dtype=torch.float64)

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from test_report import ALGS, config_with, constant, write_run
 
-import fedavail.plan.config as fc
 from fedavail.plan import captions, reports
 from fedavail.plan.plan import build_plan
+from fedavail.plan.specs import as_json
 from fedavail.report import build
 from fedavail.report import frame as tidy
 
@@ -37,7 +37,7 @@ def _report(tmp_path, report, experiments=("svhn_sine",)):
     dirs = _runs(tmp_path, experiments)
     exps = {e: ("svhn", "sine", 0.3 if i == 0 else 0.2, 0.1, ["swe", "avg"]) for i, e in enumerate(experiments)}
     config = config_with(exps, ALGS, {"r": report})
-    job = json.loads(fc.as_json(build_plan(config).report_job("r")))
+    job = json.loads(as_json(build_plan(config).report_job("r")))
     outputs = {k: tmp_path / v for k, v in reports.report_outputs("r", reports.parse_reports(config)["r"]).items()}
     assert {str(d) for d in dirs} >= {str(tmp_path / d) for d in reports.run_dirs(job)}
     return job, [tmp_path / d for d in reports.run_dirs(job)], outputs

@@ -3,7 +3,7 @@ import re
 import numpy as np
 import pytest
 
-from fedavail.availability.models import TRACE_MODELS, resolve_trace
+from fedavail.availability.trace_models import TRACE_MODELS, resolve_trace
 from fedavail.availability.traces import load_trace, make_trace, plot_trace, save_trace
 from fedavail.partitions.partition import make_partition
 

@@ -369,16 +369,16 @@ def test_a_checkpoint_of_the_other_back_end_is_not_resumed(inputs, tmp_path, cap
     pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
 
 
-def _edit_record(path, edit):
-    record = json.loads(path.read_text())
-    path.write_text(json.dumps(edit(record)))
+def _edit_finished(path, edit):
+    finished = json.loads(path.read_text())
+    path.write_text(json.dumps(edit(finished)))
 
 
-def _raise_accuracy(record):
-    for row in record["rows"]:
+def _raise_accuracy(finished):
+    for row in finished["rows"]:
         if "test_acc" in row:
             row["test_acc"] += 0.2
-    return record
+    return finished
 
 
 @pytest.mark.parametrize("edit", [
@@ -388,10 +388,10 @@ def _raise_accuracy(record):
     lambda r: {k: v for k, v in r.items() if k != "rows"},
     lambda r: [r],
 ], ids=["metric+0.2", "rows cut to 5", "seed 7", "no rows", "a list"])
-def test_an_edited_finished_record_is_set_aside_and_the_seed_recomputed(inputs, tmp_path, edit):
+def test_an_edited_finished_json_is_set_aside_and_the_seed_recomputed(inputs, tmp_path, edit):
     _run(inputs, tmp_path / "whole")
     _run(inputs, tmp_path / "run")
-    _edit_record(tmp_path / "run/finished.json", edit)
+    _edit_finished(tmp_path / "run/finished.json", edit)
     (tmp_path / "run/metrics.parquet").unlink()  # as Snakemake does before it reruns the job
     (tmp_path / "run/summary.json").unlink()
     _run(inputs, tmp_path / "run")
@@ -399,7 +399,7 @@ def test_an_edited_finished_record_is_set_aside_and_the_seed_recomputed(inputs, 
     pd.testing.assert_frame_equal(_frame(tmp_path / "run"), _frame(tmp_path / "whole"))
 
 
-def test_a_valid_finished_record_is_restored_without_training(inputs, tmp_path, caplog):
+def test_a_valid_finished_json_is_restored_without_training(inputs, tmp_path, caplog):
     _run(inputs, tmp_path / "run")
     before = _frame(tmp_path / "run")
     (tmp_path / "run/metrics.parquet").unlink()

@@ -78,27 +78,27 @@ def cmd_trace(args) -> None:
 def cmd_convert_device_record(args) -> None:
     """A device record (FedScale's pickle, numpy numbers included, or a table) read as the workflow reads it, and
     written as the Parquet table of the same content: a safe, columnar way in for real FedScale files."""
-    from fedavail.availability import records
+    from fedavail.availability import device_records
 
     if args.kind == "availability":
-        record = records.read_online_record(args.source)
-        records.write_interval_table(args.out, record)
+        record = device_records.read_online_record(args.source)
+        device_records.write_interval_table(args.out, record)
         log.info("%s: %d clients, %d online sessions -> %s", args.source, len(record.clients), len(record.starts),
                  args.out)
     else:
-        capacity = records.read_device_capacity(args.source)
-        records.write_capacity_table(args.out, capacity)
+        capacity = device_records.read_device_capacity(args.source)
+        device_records.write_capacity_table(args.out, capacity)
         log.info("%s: %d clients' capacities -> %s", args.source, len(capacity.clients), args.out)
 
 
 def cmd_train(args) -> int:
-    """`train` (one run) and `train-seeds` (several runs in one process: fedavail.train.run_seeds)."""
+    """`train` (one run) and `train-seeds` (several runs in one process: fedavail.train.run_together)."""
     if args.gpu_slots is not None:
         # Before anything imports torch: CUDA reads CUDA_VISIBLE_DEVICES once, when it initialises.
         from fedavail.gpu_slots import claim
 
         claim(args.gpu_slots, args.device)
-    from fedavail.train import DeviceUnavailable, Execution, RunInputs, check_device, run_seeds
+    from fedavail.train import DeviceUnavailable, Execution, RunInputs, check_device, run_together
 
     try:
         check_device(args.device)
@@ -112,7 +112,7 @@ def cmd_train(args) -> int:
                          f"({len(args.spec)}); got {len(args.partition)}, {len(args.trace)} and {len(args.out_dir)}")
     batched = {"true": True, "false": False}.get(args.batched.lower(), args.batched)
     execution = Execution(args.threads, args.device, batched, args.checkpoint_every, args.log_every)
-    results = run_seeds(args.prepared, [RunInputs(*entry) for entry in zip(*entries)], execution)
+    results = run_together(args.prepared, [RunInputs(*entry) for entry in zip(*entries)], execution)
     # A preempted run exits non-zero so the scheduler retries it; the retry resumes from the checkpoint.
     return 3 if any("stopped_at" in result for result in results) else 0
 
@@ -140,7 +140,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedavail", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
     stages = parser.add_subparsers(dest="stage", required=True)
+    _add_data_stages(stages)
+    _add_train_stages(stages)
+    report = stages.add_parser("report", help="one report job: an experiment's table and figure, a `reports:` "
+                               "table or figure, or the frame of every run")
+    report.add_argument("--spec", type=_spec, required=True, help="the report job's spec (JSON)")
+    report.add_argument("--run-dirs", type=Path, nargs="*", default=[])
+    report.add_argument("--out", type=_output, nargs="+", required=True, help="KEY=PATH for every output")
+    report.set_defaults(func=cmd_report)
+    return parser
 
+
+def _add_data_stages(stages) -> None:
+    """The stages before training: download, prepare, partition, trace, and converting a device record."""
     download = stages.add_parser("download", help="fetch and verify a paper dataset's archives")
     download.add_argument("dataset")
     download.add_argument("--raw-dir", type=Path, required=True)
@@ -176,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--out", type=Path, required=True, help="the Parquet table to write")
     convert.set_defaults(func=cmd_convert_device_record)
 
+
+def _add_train_stages(stages) -> None:
+    """`train` (one run) and `train-seeds` (several runs in one process), their execution options defaulting to the
+    config's `execution` defaults."""
     train = stages.add_parser("train", help="one run: an algorithm, a seed, an experiment's settings")
     train_seeds = stages.add_parser("train-seeds", help="several runs of the same settings in one process (their "
                                                         "clients batched together); the same outputs as train")
@@ -200,14 +216,6 @@ def build_parser() -> argparse.ArgumentParser:
                            help="with several GPUs visible, lock one device per concurrent job via slot files in DIR "
                                 "and set CUDA_VISIBLE_DEVICES to it (see fedavail.gpu_slots)")
         stage.set_defaults(func=cmd_train)
-
-    report = stages.add_parser("report", help="one report job: an experiment's table and figure, a `reports:` "
-                               "table or figure, or the frame of every run")
-    report.add_argument("--spec", type=_spec, required=True, help="the report job's spec (JSON)")
-    report.add_argument("--run-dirs", type=Path, nargs="*", default=[])
-    report.add_argument("--out", type=_output, nargs="+", required=True, help="KEY=PATH for every output")
-    report.set_defaults(func=cmd_report)
-    return parser
 
 
 def _log_time(stage: str, event: str, main_started: float) -> None:

@@ -1,4 +1,9 @@
-"""Declaring settings once: each setting is a field of a frozen dataclass with its type, default and meaning."""
+"""Declaring settings once: each setting is a field of a frozen dataclass with its type, default, meaning and allowed
+values, checked one way everywhere. A setting's allowed values are declared on its field (`option(choices=...,
+check=...)`); the class's __post_init__ calls check_fields, then checks what involves several settings; the keys a spec
+may give are checked by check_keys. Errors name the setting in one of two forms (setting_error): a spec read on its
+own (a trace spec, an algorithm's options) by its family and key, `trace spec key 'p' must be ...`; a block of the
+config by its key alone, `rounds: must be ...`, which the config check prefixes with the block's key path."""
 
 import math
 import numbers
@@ -11,7 +16,8 @@ REQUIRED = "required"  # the default of a key that has none (check_keys)
 
 def option(default=MISSING, doc: str = "", *, choices: tuple = (), check=None):
     """A setting: its default (none: required), what it means (docs/configuration.md), its allowed values, and
-    `check(value, key, what)`, raising ValueError for a bad value (check_fields; a null default may stay null)."""
+    `check(value)`, raising ValueError that says what the value must be (check_fields names the setting; a null
+    default may stay null)."""
     metadata = {"doc": doc, "choices": tuple(choices), "check": check}
     if isinstance(default, dict | list):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
@@ -23,14 +29,22 @@ def default_of(f):
     return f.default_factory() if f.default_factory is not MISSING else f.default
 
 
-def check_keys(spec: dict, allowed: dict, what: str, owner: str, ignore=()) -> None:
-    """Raise ValueError naming the first key of `spec` that `allowed` lacks, or the first REQUIRED key it misses."""
+def setting_error(what: str | None, key: str, problem: str) -> ValueError:
+    """The error of setting `key`: `<what> '<key>' <problem>` in a spec of family `what` (e.g. "trace spec key"),
+    `<key>: <problem>` in a config block (what None), whose key path the caller puts in front."""
+    return ValueError(f"{what} {key!r} {problem}" if what else f"{key}: {problem}")
+
+
+def check_keys(spec: dict, allowed: dict, what: str | None = None, owner: str = "", ignore=()) -> None:
+    """Raise ValueError naming the first key of `spec` that `allowed` lacks, or the first REQUIRED key it misses;
+    `owner` names what takes the keys in a spec of family `what`."""
     unknown = sorted(set(spec) - set(allowed) - set(ignore))
     if unknown:
-        raise ValueError(f"{what} {unknown[0]!r} is not used by {owner} (allowed: {sorted(allowed)})")
+        raise setting_error(what, unknown[0], f"is not used by {owner} (allowed: {sorted(allowed)})" if what else
+                            f"unknown key (allowed: {sorted(allowed)})")
     missing = [key for key, default in allowed.items() if default == REQUIRED and key not in spec]
     if missing:
-        raise ValueError(f"{what} {missing[0]!r} is required by {owner}")
+        raise setting_error(what, missing[0], f"is required by {owner}" if what else "missing")
 
 
 def key_table(cls) -> dict:
@@ -38,14 +52,30 @@ def key_table(cls) -> dict:
     return {f.name: REQUIRED if default_of(f) is MISSING else default_of(f) for f in fields(cls)}
 
 
-def check_fields(options, what: str) -> None:
+def check_fields(options, what: str | None = None) -> None:
     """Raise ValueError naming the first field whose value is not one of its declared choices or fails its check."""
     for f in fields(options):
         value = getattr(options, f.name)
         if f.metadata.get("choices") and value not in f.metadata["choices"]:
-            raise ValueError(f"{what} {f.name!r}: {value!r} is not one of {f.metadata['choices']}")
+            raise setting_error(what, f.name, f"must be one of {f.metadata['choices']}, got {value!r}")
         if f.metadata.get("check") and not (value is None and f.default is None):
-            f.metadata["check"](value, f.name, what)
+            check_value(f.metadata["check"], value, f.name, what)
+
+
+def check_value(check, value, key: str, what: str | None = None) -> None:
+    """Run a setting's `check` on `value` outside its dataclass, its error naming the setting as check_fields does."""
+    try:
+        check(value)
+    except ValueError as error:
+        raise setting_error(what, key, str(error)) from None
+
+
+def must(condition: str, test):
+    """A check: ValueError("must be <condition>, got <value>") where `test(value)` is false."""
+    def check(value) -> None:
+        if not test(value):
+            raise ValueError(f"must be {condition}, got {value!r}")
+    return check
 
 
 def has_type(value, hint) -> bool:
@@ -84,16 +114,25 @@ def is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_int(value, key: str, what: str, minimum: int = 1) -> None:
+def is_bool(value) -> bool:
+    return isinstance(value, bool)
+
+
+def check_int(value, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{what} {key!r} must be an integer >= {minimum}, got {value!r}")
+        raise ValueError(f"must be an integer >= {minimum}, got {value!r}")
 
 
-def check_probabilities(value, key: str, what: str, allow_list: bool = False) -> None:
+def check_positive(value) -> None:
+    if not is_number(value) or value <= 0:
+        raise ValueError(f"must be a number > 0, got {value!r}")
+
+
+def check_probabilities(value, allow_list: bool = False) -> None:
     values = value if allow_list and isinstance(value, list | tuple) else [value]
     if not values or not all(is_number(v) and 0 <= v <= 1 for v in values):
         kind = "a probability in [0, 1]" + (" or a list of them" if allow_list else "")
-        raise ValueError(f"{what} {key!r} must be {kind}, got {value!r}")
+        raise ValueError(f"must be {kind}, got {value!r}")
 
 
 class Registry(dict):

@@ -1,6 +1,6 @@
 """Training runs: set up (prepared data, partition, trace; model, algorithm, local trainer, state, resume), loop
-rounds, and record (evaluation schedule, per-round metrics in parquet, checkpoints, a summary with provenance in JSON).
-`run` trains one run; `run_seeds` several in one process (the seeds of an experiment x algorithm, and runs of other
+rounds, and write (evaluation schedule, per-round metrics in parquet, checkpoints, a summary with provenance in JSON).
+`run` trains one run; `run_together` several in one process (the seeds of an experiment x algorithm, and runs of other
 experiments with the same settings), each with its own partition, trace, keyed streams, state and outputs, the local
 work of all their participants one back-end call (fedavail.engine.local.train_together)."""
 
@@ -12,7 +12,7 @@ import resource
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -63,8 +63,9 @@ def check_device(requested: str) -> torch.device:
 
 @dataclass
 class RunPaths:
-    """A run's files. `finished` is the record of a finished run (fingerprint, rows, summary, digest), which
-    Snakemake does not delete when it reruns the job: the run's outputs are then rewritten from it, not recomputed."""
+    """A run's files. `finished` (finished.json) holds what a finished run wrote: its fingerprint, metrics rows,
+    summary and their digest; Snakemake does not delete it when it reruns the job, and the run's outputs are then
+    rewritten from it, not recomputed."""
 
     out_dir: Path
 
@@ -98,15 +99,18 @@ class Execution:
 
 @dataclass
 class RunInputs:
-    """One run's partition, trace, output folder and spec (the prepared dataset is the same for a process's runs)."""
+    """One run's partition, trace, output folder and spec (the prepared dataset is the same for a process's runs), and
+    its seed, read from the spec once: every stream of the run is keyed by it."""
 
     partition: Path
     trace: Path
     out_dir: Path
     spec: dict
+    seed: int = field(init=False)
 
     def __post_init__(self):
         self.paths = RunPaths(Path(self.out_dir))
+        self.seed = int(self.spec["seed"])
 
     def identify(self, prepared: Path, prepared_sha256: str, code_sha256: str, device: torch.device) -> None:
         """Hash the run's `inputs` (role -> (path, sha256); the prepared dataset, the same for every run, is hashed
@@ -115,8 +119,8 @@ class RunInputs:
         self.inputs = {"prepared": (prepared, prepared_sha256),
                        "partition": (Path(self.partition), file_sha256(self.partition)),
                        "trace": (Path(self.trace), file_sha256(self.trace))}
-        # Everything the run's numbers depend on: a checkpoint or record made under another fingerprint (e.g. before a
-        # partition was regenerated with another α) is never resumed or restored.
+        # Everything the run's numbers depend on: a checkpoint or finished.json made under another fingerprint (e.g.
+        # before a partition was regenerated with another α) is never resumed or restored.
         self.fingerprint = json_digest({"spec": self.spec, "code": code_sha256,
                                         "inputs": {role: sha256 for role, (_, sha256) in self.inputs.items()}})
         self.checkpoint = load_checkpoint(self.paths.checkpoint, self.fingerprint, device)
@@ -129,72 +133,75 @@ def run(prepared_path: Path, partition_path: Path, trace_path: Path, out_dir: Pa
     by hand may give `lr` in its algorithm block instead, which overrides training.local.lr). Returns the summary, or
     {"stopped_at": round} when the run stopped early (`stop_after_round` stops it as if preempted: tests of resume)."""
     inputs = RunInputs(Path(partition_path), Path(trace_path), Path(out_dir), spec)
-    return run_seeds(prepared_path, [inputs], execution, stop_after_round)[0]
+    return run_together(prepared_path, [inputs], execution, stop_after_round)[0]
 
 
-def run_seeds(prepared_path: Path, seeds: list[RunInputs], execution: Execution = Execution(),
-              stop_after_round: int | None = None, dtype: torch.dtype = torch.float32) -> list[dict]:
+def run_together(prepared_path: Path, runs: list[RunInputs], execution: Execution = Execution(),
+                 stop_after_round: int | None = None, dtype: torch.dtype = torch.float32) -> list[dict]:
     """Run (or resume) several runs in one process; one result per run, as `run`'s.
 
-    Specs may differ only in experiment, algorithm_id and seed (RUN_IDENTITY). Each finished run leaves a record
-    (`RunPaths.finished`), and a run with a valid record of the same fingerprint is not trained again: its outputs
-    are rewritten as they were (Snakemake deletes a job's outputs before it reruns it, e.g. for an added seed or
-    another seeds_per_job). `dtype` float64 is for exactness checks (tests)."""
+    Specs may differ only in experiment, algorithm_id and seed (RUN_IDENTITY). Each finished run leaves its
+    finished.json (`RunPaths.finished`), and a run with a valid one of the same fingerprint is not trained again: its
+    outputs are rewritten as they were (Snakemake deletes a job's outputs before it reruns it, e.g. for an added seed
+    or another seeds_per_job). `dtype` float64 is for exactness checks (tests)."""
     started = time.perf_counter()
-    _check_same_settings([s.spec for s in seeds])
+    _check_same_settings([inputs.spec for inputs in runs])
     stopping.install()
     # The algorithm is built once, its hyperparameters checked and completed once: it is its own resolved options
     # (each algorithm class extends its options class), so the code hash reads what it executes from it.
-    entry = seeds[0].spec["algorithm"]
+    entry = runs[0].spec["algorithm"]
     algorithm = build_algorithm(entry["algorithm"], {k: v for k, v in entry.items() if k not in ("algorithm", "lr")})
     code_sha256 = training_code_sha256(executed_algorithms(entry["algorithm"], algorithm))
     device = check_device(execution.device)
     prepared_sha256 = file_sha256(prepared_path)
-    for seed in seeds:
-        seed.identify(Path(prepared_path), prepared_sha256, code_sha256, device)
-    results = [_restore_finished(s.paths, s.fingerprint, s.spec) for s in seeds]
+    for inputs in runs:
+        inputs.identify(Path(prepared_path), prepared_sha256, code_sha256, device)
+    results = [_restore_finished(inputs) for inputs in runs]
     pending = [j for j, result in enumerate(results) if result is None]
     if not pending:
         return results
-    seeds = [seeds[j] for j in pending]
-    threads = next((s.checkpoint.threads for s in seeds if s.checkpoint is not None), execution.threads)
+    runs = [runs[j] for j in pending]
+    threads = next((inputs.checkpoint.threads for inputs in runs if inputs.checkpoint is not None), execution.threads)
     if threads != execution.threads:
         log.warning("keeping the checkpoint's %d threads (asked for %d): other thread counts reassociate float sums "
                     "and the resumed run would match neither uninterrupted run", threads, execution.threads)
     torch.set_num_threads(threads)
-    shared = _Shared(Path(prepared_path), seeds[0].spec, algorithm, execution, device, threads, dtype, started,
-                     code_sha256)
-    runs = [SeedRun(shared, s, label=f"{_name(s.spec)}: " if len(seeds) > 1 else "") for s in seeds]
-    _train_rounds(runs, int(seeds[0].spec["training"]["rounds"]), execution.checkpoint_every, stop_after_round)
-    for j, seed_run in zip(pending, runs):
-        results[j] = seed_run.result
+    shared = _Shared(Path(prepared_path), runs[0], algorithm, execution, device, threads, dtype, started, code_sha256)
+    training_runs = [TrainingRun(shared, inputs, label=f"{_name(inputs.spec)}: " if len(runs) > 1 else "")
+                     for inputs in runs]
+    _train_rounds(training_runs, int(shared.training["rounds"]), execution.checkpoint_every, stop_after_round)
+    for j, training_run in zip(pending, training_runs):
+        results[j] = training_run.result
     return results
 
 
-def _restore_finished(paths: RunPaths, fingerprint: str, spec: dict) -> dict | None:
-    """The summary of a seed finished before under `fingerprint`, its outputs rewritten from its record; else None."""
-    record = integrity.read_or_set_aside(paths.finished, lambda path: _read_record(path, fingerprint, spec), ".invalid",
-                                         "the seed is trained again")
-    if record is None:
+def _restore_finished(inputs: RunInputs) -> dict | None:
+    """The summary of a run finished before under its fingerprint, its outputs rewritten from its finished.json; else
+    None."""
+    paths = inputs.paths
+    finished = integrity.read_or_set_aside(paths.finished, lambda path: _read_finished(path, inputs), ".invalid",
+                                           "the seed is trained again")
+    if finished is None:
         return None
-    summary = _write_metrics(paths, record["rows"], record["summary"])
-    log.info("seed %s finished before with this spec, code and inputs: outputs rewritten from %s", spec["seed"],
+    summary = _write_metrics(paths, finished["rows"], finished["summary"])
+    log.info("seed %s finished before with this spec, code and inputs: outputs rewritten from %s", inputs.seed,
              paths.finished)
     return summary
 
 
-def _read_record(path: Path, fingerprint: str, spec: dict) -> dict | None:
-    """The finished record at `path` if made under `fingerprint`, else None (the seed is trained again and the record
-    replaced); ValueError when it cannot be restored: edited, or not a whole run of `spec`."""
-    record = json.loads(path.read_text())
-    if not isinstance(record, dict):
+def _read_finished(path: Path, inputs: RunInputs) -> dict | None:
+    """The finished.json at `path` if made under the run's fingerprint, else None (the seed is trained again and the
+    file replaced); ValueError when it cannot be restored: edited, or not a whole run of its spec."""
+    spec = inputs.spec
+    finished = json.loads(path.read_text())
+    if not isinstance(finished, dict):
         raise ValueError("not a JSON object")
-    if record.get("fingerprint") != fingerprint:
+    if finished.get("fingerprint") != inputs.fingerprint:
         return None
-    if record.get(DIGEST) != json_digest({k: v for k, v in record.items() if k != DIGEST}):
+    if finished.get(DIGEST) != json_digest({k: v for k, v in finished.items() if k != DIGEST}):
         raise ValueError("its content does not match its digest")
-    summary, rows = record.get("summary"), record.get("rows")
-    if not isinstance(summary, dict) or summary.get("spec") != spec or summary.get("seed") != spec["seed"]:
+    summary, rows = finished.get("summary"), finished.get("rows")
+    if not isinstance(summary, dict) or summary.get("spec") != spec or summary.get("seed") != inputs.seed:
         raise ValueError("its summary is not of this run's spec and seed")
     if not isinstance(rows, list) or [row.get("round") for row in rows] != list(range(len(rows))):
         raise ValueError("its rows are not rounds 0, 1, 2, ...")
@@ -207,7 +214,7 @@ def _read_record(path: Path, fingerprint: str, spec: dict) -> dict | None:
             if isinstance(value, (int, float)) and not math.isnan(value) and (
                     "acc" in name and not 0 <= value <= 1 or "loss" in name and not value >= 0):
                 raise ValueError(f"round {row['round']}: {name} = {value} is out of range")
-    return record
+    return finished
 
 
 def _write_metrics(paths: RunPaths, rows: list[dict], summary: dict) -> dict:
@@ -249,20 +256,20 @@ def _name(spec: dict) -> str:
 
 
 class _Shared:
-    """What all seeds of one process share: the device, the prepared dataset on it, one model (its parameters are
-    only a workspace; every seed's weights are vectors), the algorithm (stateless: each seed's state is its own
-    tensors), the back end and the run's settings."""
+    """What all runs of one process share: the device, the prepared dataset on it, one model (its parameters are
+    only a workspace; every run's weights are vectors), the algorithm (stateless: each run's state is its own
+    tensors), the back end and the runs' settings (those of `first`, which every run shares: _check_same_settings)."""
 
-    def __init__(self, prepared: Path, spec: dict, algorithm: Algorithm, execution: Execution, device: torch.device,
-                 threads: int, dtype: torch.dtype, started: float, code_sha256: str):
+    def __init__(self, prepared: Path, first: RunInputs, algorithm: Algorithm, execution: Execution,
+                 device: torch.device, threads: int, dtype: torch.dtype, started: float, code_sha256: str):
         self.device, self.threads, self.dtype, self.execution, self.started = device, threads, dtype, execution, started
         self.algorithm = algorithm
         self.code_sha256 = code_sha256  # training_code_sha256 of the run's algorithms, computed once per process
-        self.training = training = spec["training"]
+        self.training = training = first.spec["training"]
         self.dataset = {k: v.to(device) if torch.is_tensor(v) else v for k, v in load_prepared(prepared).items()}
-        self.model = FlatModel(build_model(training["model"], self.dataset, int(spec["seed"])).to(dtype)).to(device)
-        # training.local with the algorithm's lr (a hand-written spec's, see `run`): every seed's, as they share it
-        self.local = resolve_local(training.get("local"), spec["algorithm"].get("lr"), "training.local")
+        self.model = FlatModel(build_model(training["model"], self.dataset, first.seed).to(dtype)).to(device)
+        # training.local with the algorithm's lr (a hand-written spec's, see `run`): every run's, as they share it
+        self.local = resolve_local(training.get("local"), first.spec["algorithm"].get("lr"), "training.local")
         self.batched = picks_vmap(training["model"], self.local.batch_size, device) if execution.batched == "auto" \
             else bool(execution.batched)
         if self.batched and not vmap_supported(self.model):
@@ -270,26 +277,27 @@ class _Shared:
             self.batched = False
 
 
-class SeedRun:
-    """One seed inside a training process: its algorithm, local trainer, trace and state, and its outputs (metrics
-    rows on the evaluation schedule, checkpoints, the summary with provenance). `label` names it in log lines."""
+class TrainingRun:
+    """One run inside a training process: its seed, algorithm, local trainer, trace and state, and its outputs
+    (metrics rows on the evaluation schedule, checkpoints, the summary with provenance). `label` names it in log
+    lines."""
 
-    def __init__(self, shared: _Shared, seed_inputs: RunInputs, label: str):
-        spec, training, device, checkpoint = seed_inputs.spec, shared.training, shared.device, seed_inputs.checkpoint
-        self.shared, self.spec, self.paths, self.inputs = shared, spec, seed_inputs.paths, seed_inputs.inputs
-        self.fingerprint, self.label = seed_inputs.fingerprint, label
-        seed = int(spec["seed"])
+    def __init__(self, shared: _Shared, run_inputs: RunInputs, label: str):
+        spec, training, device, checkpoint = run_inputs.spec, shared.training, shared.device, run_inputs.checkpoint
+        self.shared, self.spec, self.paths, self.inputs = shared, spec, run_inputs.paths, run_inputs.inputs
+        self.fingerprint, self.label = run_inputs.fingerprint, label
+        self.seed = seed = run_inputs.seed
         self.algorithm = shared.algorithm  # a hand-written spec's lr is in shared.local
-        partition = load_partition(seed_inputs.partition)
-        self.trace = trace = load_trace(seed_inputs.trace)
+        partition = load_partition(run_inputs.partition)
+        self.trace = trace = load_trace(run_inputs.trace)
         rounds = int(training["rounds"])
         if trace.available.shape[0] < rounds:
-            raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[0]} rounds, the run needs {rounds}")
+            raise ValueError(f"trace {run_inputs.trace} has {trace.available.shape[0]} rounds, the run needs {rounds}")
         if trace.available.shape[1] != partition.num_clients:
-            raise ValueError(f"trace {seed_inputs.trace} has {trace.available.shape[1]} clients, "
-                             f"partition {seed_inputs.partition} has {partition.num_clients}")
+            raise ValueError(f"trace {run_inputs.trace} has {trace.available.shape[1]} clients, "
+                             f"partition {run_inputs.partition} has {partition.num_clients}")
 
-        self.clock = _clock(trace, partition.sizes, shared.local, shared.model.dim, str(seed_inputs.trace))
+        self.clock = _clock(trace, partition.sizes, shared.local, shared.model.dim, str(run_inputs.trace))
         self.round_time: RoundTime | None = None  # the clock's view of the round being trained
         augmentation = AugmentationOptions(**training.get("augmentation", {}))
         data = ClientData(shared.dataset, partition.offsets, partition.indices, device, augmentation, shared.dtype)
@@ -332,10 +340,10 @@ class SeedRun:
         available, prob, snapshot = (None if row is None else torch.from_numpy(row).to(self.trainer.data.device)
                                      for row in (available, prob, snapshot))
         return RoundContext(t, available, prob, snapshot, lr=self.trainer.options.lr_at(t),
-                            generator=torch_generator(self.trainer.seed, "algorithm", t))
+                            generator=torch_generator(self.seed, "algorithm", t))
 
-    def record(self, t: int, ctx: RoundContext, clients: torch.Tensor, result: LocalResult,
-               round_started: float) -> bool:
+    def append_row(self, t: int, ctx: RoundContext, clients: torch.Tensor, result: LocalResult,
+                   round_started: float) -> bool:
         """Append round t's row (evaluated when due); True when the run diverged in it."""
         training = self.shared.training
         row = {"round": t, "participants": len(clients), "lr": ctx.lr,
@@ -387,7 +395,7 @@ class SeedRun:
     def finish(self) -> None:
         shared, spec = self.shared, self.spec
         summary = {
-            "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": int(spec["seed"]),
+            "experiment": spec.get("experiment"), "algorithm_id": spec.get("algorithm_id"), "seed": self.seed,
             "spec": spec, "rounds_completed": len(self.rows), "diverged_at": self.diverged_at,
             "divergence": self.divergence,
             "inputs": {role: {"path": str(path), "sha256": sha256} for role, (path, sha256) in self.inputs.items()},
@@ -401,9 +409,9 @@ class SeedRun:
                            "python": sys.version.split()[0], "training_code_sha256": shared.code_sha256},
         }
         self.result = _write_metrics(self.paths, self.rows, summary)
-        record = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": self.result}
+        finished = {"fingerprint": self.fingerprint, "rows": self.rows, "summary": self.result}
         # Unsorted keys: the rows keep their column order.
-        write_text(self.paths.finished, json.dumps({**record, DIGEST: json_digest(record)}, default=str))
+        write_text(self.paths.finished, json.dumps({**finished, DIGEST: json_digest(finished)}, default=str))
         self.paths.checkpoint.unlink(missing_ok=True)
 
 
@@ -427,9 +435,9 @@ def _resumable(checkpoint: Checkpoint, fresh: dict[str, State], rounds: int, bat
     return False
 
 
-def _train_rounds(runs: list[SeedRun], rounds: int, checkpoint_every: int, stop_after_round: int | None) -> None:
-    """The round loop: every unfinished seed that has reached round t trains it; checkpoints on schedule and on a
-    stop (after a round, or inside one, which is then discarded); a seed's outputs are written when it ends."""
+def _train_rounds(runs: list[TrainingRun], rounds: int, checkpoint_every: int, stop_after_round: int | None) -> None:
+    """The round loop: every unfinished run that has reached round t trains it; checkpoints on schedule and on a
+    stop (after a round, or inside one, which is then discarded); a run's outputs are written when it ends."""
     started = time.perf_counter()
     for t in range(min(r.next_round for r in runs), rounds):
         if all(r.result is not None for r in runs):
@@ -438,7 +446,7 @@ def _train_rounds(runs: list[SeedRun], rounds: int, checkpoint_every: int, stop_
         try:
             _train_round(active, t)
         except stopping.StopRequested as stop:
-            # The unfinished round is discarded: each checkpoint holds its seed's state at the round's start.
+            # The unfinished round is discarded: each checkpoint holds its run's state at the round's start.
             _stop(runs, f"in round {t} (signal {stop.signum}); the next run resumes at its start")
             return
         signum = stopping.requested()
@@ -458,18 +466,18 @@ def _train_rounds(runs: list[SeedRun], rounds: int, checkpoint_every: int, stop_
             run.finish()
 
 
-def _train_round(active: list[SeedRun], t: int) -> None:
-    """Round t of every active seed: each chooses its participants, all train together, each aggregates and records
-    (a seed that diverged ends here)."""
+def _train_round(active: list[TrainingRun], t: int) -> None:
+    """Round t of every active run: each chooses its participants, all train together, each aggregates and appends
+    its metrics row (a run that diverged ends here)."""
     started = time.perf_counter()
     contexts = [run.context(t) for run in active]
     works = [LocalWork(run.trainer, *local_work(run.algorithm, run.state, ctx), run.local_state)
              for run, ctx in zip(active, contexts)]
-    # The LR schedule is the seeds' shared local setting: the round's lr travels in the context.
+    # The LR schedule is the runs' shared local setting: the round's lr travels in the context.
     results = train_together(works, t, contexts[0].lr)
     for run, ctx, work, result in zip(active, contexts, works, results):
         run.state, run.next_round = run.algorithm.aggregate(run.state, work.clients, result, ctx), t + 1
-        if run.record(t, ctx, work.clients, result, started):
+        if run.append_row(t, ctx, work.clients, result, started):
             run.finish()
 
 
@@ -486,7 +494,7 @@ def _clock(trace: Trace, sizes: np.ndarray, local: LocalOptions, parameters: int
     return clock
 
 
-def _stop(runs: list[SeedRun], why: str, save: bool = True) -> None:
+def _stop(runs: list[TrainingRun], why: str, save: bool = True) -> None:
     for run in runs:
         if run.result is None:
             if save:

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import fedavail.data.raw_digests as rd
 import fedavail.integrity as fi
-import fedavail.plan.config as fc
+import fedavail.plan.names as fn
 import fedavail.plan.paths as fp
+import fedavail.plan.specs as fs
 from fedavail.launcher import malloc_assignments
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.load import command_line_overrides, load
+from fedavail.plan.plan import Run
 import fedavail.plan.captions as rc
 import fedavail.plan.reports as rp
 from snakemake.exceptions import WorkflowError
@@ -25,7 +28,7 @@ from snakemake.exceptions import WorkflowError
 # the Plan.
 try:
     PLAN = load(workflow.configfiles, command_line_overrides(workflow.config_settings.config_args))
-except fc.ConfigError as error:
+except ConfigError as error:
     raise WorkflowError(f"invalid config: {error}")
 config.clear()
 config.update(PLAN.config)
@@ -59,15 +62,15 @@ def sha256_of(spec):
 
 
 def dataset_spec(wildcards):
-    return fc.as_json(PLAN.datasets[wildcards.dataset])
+    return fs.as_json(PLAN.datasets[wildcards.dataset])
 
 
 def partition_spec(wildcards):
-    return fc.as_json(PLAN.partitions[wildcards.partition])
+    return fs.as_json(PLAN.partitions[wildcards.partition])
 
 
 def trace_spec(wildcards):
-    return fc.as_json(PLAN.traces[wildcards.trace])
+    return fs.as_json(PLAN.traces[wildcards.trace])
 
 
 def prepared_file(dataset):
@@ -170,7 +173,7 @@ def report_inputs(wildcards):
 
 
 def report_spec(wildcards):
-    return fc.as_json(report_job(wildcards))
+    return fs.as_json(report_job(wildcards))
 
 
 def report_caption(wildcards, output):
@@ -237,7 +240,7 @@ def train_inputs(wildcards):
 
 
 def train_spec(wildcards):
-    return fc.as_json(PLAN.run_spec(wildcards.experiment, wildcards.algorithm, int(wildcards.seed)))
+    return fs.as_json(PLAN.run_spec(Run(wildcards.experiment, wildcards.algorithm, int(wildcards.seed))))
 
 
 def batch_inputs(batch, wildcards):
@@ -256,7 +259,7 @@ def batch_outputs(batch, name):
 
 
 def batch_specs(batch, wildcards):
-    return fc.as_json(list(batch.specs))
+    return fs.as_json(list(batch.specs))
 
 
 def batch_out_dirs(wildcards, output):

@@ -7,7 +7,7 @@ rule download:
     log:
         "logs/download/{dataset}.log",
     wildcard_constraints:
-        dataset="|".join(fc.PAPER_DATASETS),
+        dataset="|".join(fn.PAPER_DATASETS),
     retries: 3
     # On a cluster, downloads run where Snakemake runs: compute nodes often have no internet.
     localrule: True
@@ -26,7 +26,7 @@ rule prepare_paper_dataset:
     log:
         "logs/prepare/{dataset}.log",
     wildcard_constraints:
-        dataset="|".join(fc.PAPER_DATASETS),
+        dataset="|".join(fn.PAPER_DATASETS),
     conda:
         "../envs/fedavail.yaml"
     params:
@@ -44,7 +44,7 @@ rule prepare_bundled_dataset:
     log:
         "logs/prepare/{dataset}.log",
     wildcard_constraints:
-        dataset="|".join(fc.BUNDLED_DATASETS),
+        dataset="|".join(fn.BUNDLED_DATASETS),
     conda:
         "../envs/fedavail.yaml"
     params:

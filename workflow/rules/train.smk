@@ -44,7 +44,7 @@ if EXECUTION.seeds_per_job == 1:
 else:
     # One rule per batch of runs (fedavail.plan.plan.TrainingBatch), its outputs listed: a job's files span
     # experiments and seeds, which no wildcard pattern can name. A batch whose runs change (an added seed or
-    # experiment, a changed setting) reruns; its runs finished before are restored from their records
+    # experiment, a changed setting) reruns; its runs finished before are restored from their finished.json
     # (fedavail.train.RunPaths.finished), not recomputed.
     for batch in PLAN.training_batches:
 

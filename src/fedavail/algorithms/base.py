@@ -3,7 +3,6 @@
 State is a dict of tensors ([d] vectors, [m, d] tables, [m] scalars), so checkpoints and memory accounting are
 generic. Algorithms never touch files, devices or data loading; they import the hooks' types from here."""
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -64,16 +63,6 @@ class Algorithm:
         """Extra metrics logged with each evaluation, on the rounds the schedule evaluates (e.g. FedSWE's consensus
         error, a pass over its [m, d] table)."""
         return {}
-
-
-def run_round(algorithm: Algorithm, state: State, ctx: RoundContext,
-              local_train: Callable[[torch.Tensor, torch.Tensor, LocalCorrection | None, RoundContext], LocalResult],
-              ) -> tuple[State, torch.Tensor, LocalResult]:
-    """One round in the trainer's order; `local_train(clients, starts, correction, ctx)` is the engine (or, in
-    tests, an exact solver)."""
-    clients, starts, correction = local_work(algorithm, state, ctx)
-    result = local_train(clients, starts, correction, ctx)
-    return algorithm.aggregate(state, clients, result, ctx), clients, result
 
 
 def local_work(algorithm: Algorithm, state: State,

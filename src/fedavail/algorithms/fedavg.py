@@ -25,7 +25,7 @@ class FedAvg(FedAvgOptions, Algorithm):
             update = delta.sum(0) / num_clients
         else:
             if ctx.prob is None:
-                raise ValueError("fedavg with weighting 'known' needs a trace that records p_i^t")
+                raise ValueError("fedavg with weighting 'known' needs a trace that stores p_i^t")
             prob = ctx.prob[clients].to(delta.dtype)
             weights = 1.0 / (prob if self.p_floor is None else prob.clamp_min(self.p_floor))
             update = (weights[:, None] * delta).sum(0) / num_clients

@@ -1,34 +1,26 @@
 """The virtual clock (docs/recorded-availability.md, "The virtual clock"), in one place: a trace's `clock` settings
 (ClockOptions), the device capacities a trace job draws and stores (device_capacity), and `Clock`, one run's clock,
-built once by its training process (fedavail.train.SeedRun) and held by it. Each round the Clock prices every client's
-local work in device seconds (the samples it trains this round, FedScale's cost model), leaves out the clients that
-would miss the deadline (counting them as late), asks the FedScale replay (fedavail.availability.replay) who takes
-part where this run's clock stands, and advances by the round's duration."""
+built once by its training process (fedavail.train.TrainingRun) and held by it. Each round the Clock prices every
+client's local work in device seconds (the samples it trains this round, FedScale's cost model), leaves out the clients
+that would miss the deadline (counting them as late), asks the FedScale replay (fedavail.availability.replay) who
+takes part where this run's clock stands, and advances by the round's duration."""
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from fedavail.availability import records
-from fedavail.options import check_fields, check_keys, is_number, key_table, option
+from fedavail.availability import device_records
+from fedavail.options import check_fields, check_keys, check_positive, is_number, key_table, must, option
 
 WHAT = "trace spec key 'clock'"
-MAX_SIGMA = 3.0  # a spread of e^3 ≈ 20 times per σ: wider draws leave the plausible capacities (records.py)
+MAX_SIGMA = 3.0  # a spread of e^3 ≈ 20 times per σ: wider draws leave the plausible capacities (device_records.py)
 # FedScale's ClientMetadata.get_completion_time: a backward pass costs about twice the forward one
 PASSES_PER_SAMPLE = 3.0
 BITS_PER_PARAMETER = 32  # float32
 
 
 def _check_in(bounds: tuple[float, float]):
-    def check(value, key: str, what: str) -> None:
-        if not is_number(value) or not bounds[0] <= value <= bounds[1]:
-            raise ValueError(f"{what} {key!r} must be a number in [{bounds[0]:g}, {bounds[1]:g}], got {value!r}")
-    return check
-
-
-def _check_deadline(value, key: str, what: str) -> None:
-    if not is_number(value) or value <= 0:
-        raise ValueError(f"{what} {key!r} must be a number > 0, got {value!r}")
+    return must(f"a number in [{bounds[0]:g}, {bounds[1]:g}]", lambda v: is_number(v) and bounds[0] <= v <= bounds[1])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,15 +36,15 @@ class ClockOptions:
                                   "content); its clients are drawn for the partition's, with repetition (replay "
                                   "fedscale: FedScale's fixed mapping); null: the law below")
     computation_ms: float = option(100.0, "no record: the median milliseconds per training sample (forward pass)",
-                                   check=_check_in(records.COMPUTATION_MS_RANGE))
+                                   check=_check_in(device_records.COMPUTATION_MS_RANGE))
     communication_kbps: float = option(5000.0, "no record: the median bandwidth, kbit/s",
-                                       check=_check_in(records.COMMUNICATION_KBPS_RANGE))
+                                       check=_check_in(device_records.COMMUNICATION_KBPS_RANGE))
     sigma: float = option(0.0, f"no record: σ of the log-normal spread of both across clients (0: all the same; at "
                           f"most {MAX_SIGMA:g})",
                           check=_check_in((0.0, MAX_SIGMA)))
     deadline_s: float | None = option(None, "a round's deadline, seconds: a client that would need longer is left out "
                                       "of the round (counted in the metrics' `late`); null: none",
-                                      check=_check_deadline)
+                                      check=check_positive)
 
     def __post_init__(self):
         check_fields(self, WHAT)
@@ -68,12 +60,12 @@ def resolve_clock(clock: dict) -> ClockOptions:
 def device_capacity(options: ClockOptions, num_clients: int, rng: np.random.Generator,
                     fedscale_mapping: bool = False) -> tuple[np.ndarray, dict]:
     """float64 [2, m] (ms per sample, kbit/s) and the params to record: a record's clients drawn for the m clients with
-    repetition (device kinds recur), or with `fedscale_mapping` FedScale's fixed mapping (records.fedscale_clients),
-    or both drawn log-normal around the stated medians."""
+    repetition (device kinds recur), or with `fedscale_mapping` FedScale's fixed mapping
+    (device_records.fedscale_clients), or both drawn log-normal around the stated medians."""
     if options.capacity is not None:
-        record = records.read_device_capacity(options.capacity)
-        chosen = records.fedscale_clients(record, num_clients, repeat=True) if fedscale_mapping else \
-            records.draw_clients(len(record.clients), num_clients, rng, repeat=True)
+        record = device_records.read_device_capacity(options.capacity)
+        chosen = device_records.fedscale_clients(record, num_clients, repeat=True) if fedscale_mapping else \
+            device_records.draw_clients(len(record.clients), num_clients, rng, repeat=True)
         capacity = np.stack([record.computation_ms[chosen], record.communication_kbps[chosen]])
         return capacity, {"capacity_clients": [record.clients[c] for c in chosen]}
     spread = np.exp(options.sigma * rng.standard_normal((2, num_clients)))

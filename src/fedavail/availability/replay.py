@@ -17,7 +17,7 @@ clock advances by that."""
 
 import numpy as np
 
-from fedavail.availability.records import OnlineRecord, next_start, online_at
+from fedavail.availability.device_records import OnlineRecord, next_start, online_at
 from fedavail.rng import numpy_generator
 
 WHAT = "trace spec key"

@@ -1,5 +1,6 @@
 """Availability traces: for every round and client, whether the client is available, stored once per seed; all
-algorithms of a seed read the same trace. The models, their settings and what each draws: fedavail.availability.models.
+algorithms of a seed read the same trace. The models, their settings and what each draws:
+fedavail.availability.trace_models.
 Random streams (seed, "trace", k): k = 0 per-client draws (φ, a record's clients), 1 per-round draws, 2 snapshots, 3 the
 clock's capacities; so traces of one seed share their snapshots, and FedSWE dynamics of one seed share their p_i. A
 trace with a clock also stores each client's device capacity, and a FedScale replay the sessions of the record client
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fedavail.availability.models import check_trace_for, resolve_trace, trace_spec, uniform_cohorts
-from fedavail.availability.records import OnlineRecord
+from fedavail.availability.trace_models import check_trace_for, resolve_trace, trace_spec, uniform_cohorts
+from fedavail.availability.device_records import OnlineRecord
 from fedavail.io import atomic_path, reading, write_npz
 from fedavail.partitions.partition import Partition
 from fedavail.rng import numpy_generator

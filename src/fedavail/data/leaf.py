@@ -19,7 +19,7 @@ from fedavail.data import download
 from fedavail.data.download import DatasetError, provenance, unreadable_as_error
 from fedavail.data.prepared import text_dataset
 from fedavail.data.shakespeare import ALL_LETTERS, encode
-from fedavail.plan.config import shorten
+from fedavail.plan.errors import shorten
 
 NAME = download.PLACED_BY_HAND
 

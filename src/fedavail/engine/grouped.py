@@ -46,8 +46,14 @@ def loss_gradient(model: FlatModel, weights: torch.Tensor, x: torch.Tensor, y: t
     n, batch = y.shape
     params = model.unflatten(weights)
     gradient = torch.empty_like(weights)
-    grads = model.unflatten(gradient)
-    h = _images(x) if x.dim() == 5 else x.reshape(n, batch, -1)
+    logits, tape = _forward(model, params, _images(x) if x.dim() == 5 else x.reshape(n, batch, -1), n, batch)
+    _backward(params, model.unflatten(gradient), tape, _logits_gradient(logits, y, sample_weights), n, batch)
+    return gradient, logits
+
+
+def _forward(model: FlatModel, params: dict, h: torch.Tensor, n: int, batch: int) -> tuple[torch.Tensor, list]:
+    """The logits [n, B, K] of every client's network on its inputs `h` (images [B, n·C, H, W] or features
+    [n, B, F]), and the tape the backward pass reads: per layer (name, layer, saved tensor, extra)."""
     tape = []
     for name, layer in model.module.named_children():
         inputs = h
@@ -74,12 +80,21 @@ def loss_gradient(model: FlatModel, weights: torch.Tensor, x: torch.Tensor, y: t
             weight = params[f"{name}.weight"].transpose(1, 2)
             h = torch.bmm(h, weight) if bias is None else torch.baddbmm(bias.unsqueeze(1), h, weight)
             tape.append((name, layer, inputs, None))
-    logits = h
-    # d(loss_j)/d(logits_jb) = w_jb (softmax − onehot) / max(Σ_b w_jb, 1)
+    return h, tape
+
+
+def _logits_gradient(logits: torch.Tensor, y: torch.Tensor, sample_weights: torch.Tensor) -> torch.Tensor:
+    """d(loss_j)/d(logits_jb) = w_jb (softmax − onehot) / max(Σ_b w_jb, 1)."""
     scale = sample_weights / sample_weights.sum(-1, keepdim=True).clamp_min(1)
     g = logits.softmax(-1)
     g.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(g[..., :1], -1.0))
     g.mul_(scale.unsqueeze(-1))
+    return g
+
+
+def _backward(params: dict, grads: dict, tape: list, g: torch.Tensor, n: int, batch: int) -> None:
+    """The backward pass from the logits' gradient `g` through the tape, each layer's weight gradients written into
+    `grads` (views of the flat gradient); the first layer's input gradient is never formed."""
     for position, (name, layer, saved, extra) in reversed(list(enumerate(tape))):
         first = position == 0
         if isinstance(layer, nn.Linear):
@@ -104,4 +119,3 @@ def loss_gradient(model: FlatModel, weights: torch.Tensor, x: torch.Tensor, y: t
             grads[f"{name}.weight"].copy_(kernel_grad.view(grads[f"{name}.weight"].shape))
             if has_bias:
                 grads[f"{name}.bias"].copy_(bias_grad.view(n, -1))
-    return gradient, logits

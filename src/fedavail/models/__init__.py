@@ -15,7 +15,7 @@ from torch import nn
 
 from fedavail.models import cnn
 from fedavail.models.lstm import CharLSTM
-from fedavail.plan.models import MODEL_KINDS, MODEL_NAMES
+from fedavail.plan.names import MODEL_KINDS, MODEL_NAMES
 from fedavail.rng import torch_generator
 
 Architecture = namedtuple("Architecture", "build init")  # init: kaiming_normal | pytorch_default

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from fedavail.options import Registry, check_fields, check_int, is_number, option, resolve_variant
+from fedavail.options import Registry, check_fields, check_int, is_number, must, option, resolve_variant
 
 WHAT = "partition spec key"
 ALLOCATIONS = ("equal", "class_proportional")
@@ -45,16 +45,9 @@ class Scheme:
 
 @dataclass(frozen=True, kw_only=True)
 class DirichletScheme(Scheme):
-    MIN_CLIENTS: ClassVar[int] = 1
-
-    num_clients: int = option(doc="number of clients m")
-    alpha: float = option(doc="Dirichlet concentration α (smaller: more heterogeneous clients)")
-
-    def __post_init__(self):
-        check_int(self.num_clients, "num_clients", WHAT, self.MIN_CLIENTS)
-        if not is_number(self.alpha) or self.alpha <= 0:
-            raise ValueError(f"{WHAT} 'alpha' must be a positive number, got {self.alpha!r}")
-        super().__post_init__()
+    num_clients: int = option(doc="number of clients m", check=check_int)
+    alpha: float = option(doc="Dirichlet concentration α (smaller: more heterogeneous clients)",
+                          check=must("a positive number", lambda v: is_number(v) and v > 0))
 
 
 @PARTITION_SCHEMES.add("client_dirichlet")
@@ -134,8 +127,9 @@ class TwoGroup(DirichletScheme):
     §7.1)."""
 
     DRAWS_NU = True
-    MIN_CLIENTS = 2
 
+    num_clients: int = option(doc="number of clients m, at least 2 (one per group)",
+                              check=partial(check_int, minimum=2))
     allocation: str = option("equal", _ALLOCATION, choices=ALLOCATIONS)
 
     def split(self, labels, rng, num_classes, seed, groups):

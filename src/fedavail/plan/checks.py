@@ -5,16 +5,18 @@ import math
 import re
 from pathlib import Path
 
-from fedavail.availability.models import TRACE_MODELS, TraceModel, check_trace_for, resolve_trace, trace_spec
-from fedavail.options import REQUIRED, key_table
+from fedavail.availability.trace_models import TRACE_MODELS, TraceModel, check_trace_for, resolve_trace, trace_spec
+from fedavail.options import check_keys, key_table
 from fedavail.partitions.schemes import SCHEMES_DRAWING_NU
 from fedavail.plan.algorithms import resolve_algorithm
 from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.config import (DATASETS, MAX_MESSAGE_LENGTH, ConfigError, cut, local_spec, partition_spec, shorten,
-                                  stated_trace, without)
+from fedavail.plan.errors import MAX_MESSAGE_LENGTH, ConfigError, cut, shorten
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
+from fedavail.plan.mappings import without
+from fedavail.plan.names import DATASETS
 from fedavail.plan.reports import Report, parse_reports
+from fedavail.plan.specs import local_spec, partition_spec, stated_trace
 
 # A name becomes a folder (results/runs/<experiment>/<algorithm>/...), file names and part of shell commands: letters,
 # digits and . _ + - only, starting with a letter or digit (so never "." or ".." and never a shell metacharacter), and
@@ -137,14 +139,8 @@ def _resolve_experiment(config: dict, name: str, traces: dict[str, TraceModel]) 
 
 def _typed(cls, values: dict, where: str):
     """`values` as a `cls`, keys and values checked; ConfigError naming the key under `where`."""
-    allowed = key_table(cls)
-    unknown = sorted(set(values) - set(allowed))
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {sorted(allowed)})")
-    missing = [key for key, default in allowed.items() if default == REQUIRED and key not in values]
-    if missing:
-        raise ConfigError(f"{where}.{missing[0]}: missing")
     try:
+        check_keys(values, key_table(cls))
         return cls(**values)
     except ValueError as error:
         raise ConfigError(f"{where}.{error}") from error
@@ -179,11 +175,11 @@ def check_combinations(config: dict, traces: dict[str, TraceModel], algorithms: 
             if budget is not None and clients is not None and budget > clients:
                 raise ConfigError(f"algorithms.{algorithm}.clients_per_round: {budget} exceeds the {clients} clients "
                                   f"of experiment {name!r}")
-            if algorithms[algorithm].needs_prob() and not trace.records_prob():
+            if algorithms[algorithm].needs_prob() and not trace.stores_prob():
                 spec = trace_spec(trace)
                 raise ConfigError(f"algorithms.{algorithm}.weighting: 'known' needs p_i^t, which trace "
                                   f"{experiment['trace']!r} (model {spec['model']!r}, distribution "
-                                  f"{spec.get('distribution')!r}) does not record (experiment {name!r})")
+                                  f"{spec.get('distribution')!r}) does not store (experiment {name!r})")
 
 
 def parse_checked_reports(config: dict) -> dict[str, Report]:

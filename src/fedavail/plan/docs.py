@@ -8,13 +8,13 @@ from dataclasses import fields
 from pathlib import Path
 
 from fedavail.availability.clock import ClockOptions
-from fedavail.availability.models import TRACE_MODELS, TraceModel
+from fedavail.availability.trace_models import TRACE_MODELS, TraceModel
 from fedavail.partitions.schemes import PARTITION_SCHEMES
 from fedavail.plan.algorithms import algorithm_options
 from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.config import BUNDLED_DATASETS, DATASETS
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
+from fedavail.plan.names import BUNDLED_DATASETS, DATASETS
 from fedavail.plan.schema import block, json_types
 from fedavail.plan.schema import text as schema_text
 

@@ -10,7 +10,8 @@ import string
 from fnmatch import fnmatchcase
 
 from fedavail.plan.checks import check_name_length
-from fedavail.plan.config import ConfigError, merge, shorten
+from fedavail.plan.errors import ConfigError, shorten
+from fedavail.plan.mappings import merge
 
 GRID_SECTIONS = ("partitions", "traces", "algorithms", "experiments")
 GLOB_CHARACTERS = "*?["

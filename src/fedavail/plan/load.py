@@ -15,8 +15,9 @@ import jsonschema
 import yaml
 
 from fedavail.plan.checks import schema_problem
-from fedavail.plan.config import ConfigError, merge, shorten
+from fedavail.plan.errors import ConfigError, shorten
 from fedavail.plan.grid import expand
+from fedavail.plan.mappings import merge
 from fedavail.plan.plan import Plan, build_plan
 from fedavail.plan.schema import generate
 

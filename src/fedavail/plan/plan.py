@@ -7,14 +7,32 @@ import re
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
-from fedavail.availability.models import TRACE_MODELS, trace_spec
+from fedavail.availability.trace_models import TRACE_MODELS, trace_spec
 from fedavail.plan.algorithms.base import AlgorithmOptions
 from fedavail.plan.checks import check_combinations, check_finite, check_names, parse_checked_reports, resolve_entries
-from fedavail.plan.config import ConfigError, Run, as_json, experiment_seeds
+from fedavail.plan.errors import ConfigError
 from fedavail.plan.experiments import ExecutionOptions
 from fedavail.plan.labels import entry_labels
+from fedavail.plan.paths import RUN_DIR, path
 from fedavail.plan.reports import Report
 from fedavail.plan.sources import executed_algorithms, training_code_sha256
+from fedavail.plan.specs import as_json
+
+
+@dataclass(frozen=True)
+class Run:
+    experiment: str
+    algorithm: str
+    seed: int
+
+    @property
+    def directory(self) -> str:
+        return path(RUN_DIR, experiment=self.experiment, algorithm=self.algorithm, seed=self.seed)
+
+
+def experiment_seeds(config: dict, experiment: str) -> list[int]:
+    """The experiment's own seeds (e.g. one seed for a cheap sweep), else the config's."""
+    return config["experiments"][experiment].get("seeds", config["seeds"])
 
 
 @dataclass(frozen=True)
@@ -76,7 +94,7 @@ class Plan:
         return spec["partition"] if TRACE_MODELS[spec["model"]].NEEDS_PARTITION else None
 
     def trace_records(self, trace: str) -> list[str]:
-        """The device records trace `trace` reads (fedavail.availability.records)."""
+        """The device records trace `trace` reads (fedavail.availability.device_records)."""
         spec = self.traces[trace]
         return TRACE_MODELS[spec["model"]].record_files(spec)
 
@@ -91,7 +109,7 @@ class Plan:
     def training_batches(self) -> tuple[TrainingBatch, ...]:
         groups: dict[str, list[tuple[Run, dict]]] = {}
         for run in self.runs():
-            spec = self.run_spec(run.experiment, run.algorithm, run.seed)
+            spec = self.run_spec(run)
             key = as_json([self.dataset(run.experiment), spec["training"], spec["algorithm"]])
             groups.setdefault(key, []).append((run, spec))
         batches, names = [], set()
@@ -135,12 +153,14 @@ class Plan:
         return {"name": name, "report": report, "experiments": experiments,
                 "algorithms": {a: config["algorithms"][a] for a in used}, "shown": {a: self.shown[a] for a in used}}
 
-    def run_spec(self, experiment: str, algorithm: str, seed: int) -> dict:
+    def run_spec(self, run: Run) -> dict:
         """Exactly what one training run depends on: its experiment's training settings with the local optimisation
-        block resolved for this algorithm, the algorithm's hyperparameters, its seed."""
-        plan = self.experiments[experiment]
-        return {"experiment": experiment, "algorithm_id": algorithm, "seed": int(seed),
-                "training": {**plan.training, "local": plan.local[algorithm]}, "algorithm": self.algorithms[algorithm]}
+        block resolved for its algorithm, the algorithm's hyperparameters, its seed (the trainer keys every stream of
+        the run by it: fedavail.train.RunInputs.seed)."""
+        plan = self.experiments[run.experiment]
+        return {"experiment": run.experiment, "algorithm_id": run.algorithm, "seed": run.seed,
+                "training": {**plan.training, "local": plan.local[run.algorithm]},
+                "algorithm": self.algorithms[run.algorithm]}
 
 
 def build_plan(config: dict) -> Plan:

@@ -4,13 +4,15 @@ Snakefile while it builds the DAG: no torch, no pandas."""
 
 import typing
 from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 from typing import Literal
 
-from fedavail.availability.models import TRACE_MODELS
-from fedavail.options import Registry, has_type, is_number, type_name
+from fedavail.availability.trace_models import TRACE_MODELS
+from fedavail.options import (Registry, check_fields, check_int, check_positive, has_type, is_number, must, option,
+                              type_name)
 from fedavail.plan.claim_parsing import check_cells, parse_claims, referenced
-from fedavail.plan.config import stated_trace
 from fedavail.plan.paths import EXPERIMENT_DIR, REPORT_DIR, RUN_DIR, path
+from fedavail.plan.specs import stated_trace
 
 # What an experiment is, in the words the tables, figures and published values use (fedavail.report.frame columns).
 ATTRIBUTES = ("experiment", "dataset", "scheme", "alpha", "num_clients", "rounds", "trace_model", "dynamics", "gamma",
@@ -24,6 +26,12 @@ KINDS = Registry("kind")
 
 def _list(*values):
     return field(default_factory=lambda: list(values))
+
+
+_DECIMALS = partial(check_int, minimum=0)
+_ACCURACY = must("an accuracy in (0, 1]", lambda v: 0 < v <= 1)
+_ACCURACIES = must("accuracies in (0, 1]", lambda v: bool(v) and all(is_number(t) and 0 < t <= 1 for t in v))
+_TWO_NUMBERS = must("two numbers", lambda v: len(v) == 2)
 
 
 def report_kind(name: str):
@@ -40,18 +48,18 @@ class Report:
 
     DESCRIPTION: typing.ClassVar[str]  # what it shows, its caption (str.format with the report's settings)
     SHAPE: typing.ClassVar[str] = "table"
-    POSITIVE: typing.ClassVar[tuple] = ()  # integer keys that must be >= 1
-    BOUNDS: typing.ClassVar[dict] = {}  # key -> (a test of its value, what the value must be)
     LAYOUT: typing.ClassVar[tuple] = ()  # keys naming the attributes that place an experiment in the table
     PAPER_SOURCES: typing.ClassVar[tuple] = ()  # a paper table: the published tables beside it (report/compare.py)
+
+    def __post_init__(self):
+        check_fields(self)  # each kind declares its keys' allowed values on their fields
 
     @classmethod
     def from_config(cls, raw: dict) -> "Report":
         return cls(**raw)
 
     def check(self, config: dict) -> None:
-        """Raise ValueError("<key>: ...") for what the types cannot say."""
-        self._check_values()
+        """Raise ValueError("<key>: ...") for what the types and the keys' own checks cannot say."""
         if not self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} needs at least one experiment")
         for experiment in self.experiments:
@@ -77,12 +85,6 @@ class Report:
                                  f"({', '.join(f'{getattr(self, k)} = {v}' for k, v in zip(self.LAYOUT, position))})")
             placed[position] = experiment
 
-    def _check_values(self) -> None:
-        positive = {key: (lambda v: v is None or v >= 1, "must be a positive integer") for key in self.POSITIVE}
-        for key, (test, must) in {**positive, **self.BOUNDS}.items():
-            if not test(getattr(self, key)):
-                raise ValueError(f"{key}: {must}, got {getattr(self, key)!r}")
-
     def selected(self, config: dict, experiment: str) -> list[str]:
         ran = config["experiments"][experiment]["algorithms"]
         return list(ran) if self.algorithms is None else [a for a in self.algorithms if a in ran]
@@ -90,14 +92,12 @@ class Report:
 
 @dataclass(frozen=True)
 class Accuracy(Report):
-    last_n: int = 50
+    last_n: int = option(50, check=check_int)
     eval_model: EvalModel = "local_mean"
-    decimals: int = 1
+    decimals: int = option(1, check=_DECIMALS)
     memory_aided: list[str] | None = None  # group 2 (unranked); by default MIFA, FedVARP, FedAvg with known p_i^t
     paper: bool = True
     SHAPE = "paper_table"
-    POSITIVE = ("last_n",)
-    BOUNDS = {"decimals": (lambda v: v >= 0, "must be >= 0")}
 
 
 @report_kind("fedswe_table")
@@ -128,12 +128,11 @@ class RoundsToTarget(Report):
     PAPER_SOURCES = ("FedSWE Table 7",)
     targets: list[float] | dict[str, list[float]] | None = None  # None: `fractions` of the best final accuracy
     fractions: list[float] = _list(0.25, 0.5, 0.75, 1.0)
-    sample_every: int = 20
+    sample_every: int = option(20, check=check_int)
     eval_model: EvalModel = "local_mean"
     memory_aided: list[str] | None = None
     paper: bool = True
     SHAPE = "paper_table"
-    POSITIVE = ("sample_every",)
 
     def check(self, config: dict) -> None:
         super().check(config)
@@ -152,14 +151,12 @@ class TimeToAccuracy(Report):
     DESCRIPTION = ("the virtual time (hours of device time, a trace's clock) until each run's test accuracy first "
                    "reaches each target, mean ± std over the seeds that reach it, and each algorithm's paired "
                    "difference to the reference with its 95% interval over seeds")
-    targets: list[float] = _list(0.5, 0.7)
+    targets: list[float] = option([0.5, 0.7], check=_ACCURACIES)
     reference: str | None = None  # None: the first algorithm shown
     eval_model: EvalModel = "local_mean"
 
     def check(self, config: dict) -> None:
         super().check(config)
-        if not self.targets or not all(is_number(v) and 0 < v <= 1 for v in self.targets):
-            raise ValueError(f"targets: accuracies in (0, 1], got {self.targets!r}")
         for experiment in self.experiments if self.reference is not None else ():
             if self.reference not in self.selected(config, experiment):
                 raise ValueError(f"reference: the report shows no {self.reference!r} in experiment {experiment!r}")
@@ -171,12 +168,10 @@ class FastTable(Report):
                    "test accuracies of every seed (FAST style), and Ratio = rounds with arbitrary participation / "
                    "total rounds")
     PAPER_SOURCES = ("FAST §5.1",)
-    last: int = 5
-    decimals: int = 2
+    last: int = option(5, check=check_int)
+    decimals: int = option(2, check=_DECIMALS)
     paper: bool = True
     SHAPE = "paper_table"
-    POSITIVE = ("last",)
-    BOUNDS = Accuracy.BOUNDS
 
 
 @report_kind("memory")
@@ -194,10 +189,9 @@ class Curves(Figure):
     DESCRIPTION = ("{metric} against the round, mean over seeds with a band of ± one standard deviation (FedSWE Figs. "
                    "7 and 10 style)")
     metric: str = "test_acc"
-    sample_every: int | None = None
+    sample_every: int | None = option(None, check=check_int)
     log_y: bool = False
     eval_model: EvalModel = "local_mean"
-    POSITIVE = ("sample_every",)
 
 
 @report_kind("accuracy_vs_time")
@@ -212,9 +206,8 @@ class Consensus(Figure):
     DESCRIPTION = ("the consensus error (1/m) Σ_i ‖x_i − x̄‖² on a logarithmic scale, mean over seeds ± one standard "
                    "deviation (FedSWE Fig. 6 style)")
     metric: str = "consensus_error"
-    sample_every: int | None = None
+    sample_every: int | None = option(None, check=check_int)
     log_y: bool = True
-    POSITIVE = ("sample_every",)
 
 
 @report_kind("k_sweep")
@@ -223,12 +216,10 @@ class KSweep(Figure):
                    "{target_percent}% test accuracy against FedSWE's interpolation coefficient {parameter} (FedSWE "
                    "Figs. 8, 9, 11 and 12 style); mean ± std over seeds")
     parameter: str = "k"  # an algorithm hyperparameter
-    last_n: int = 500
-    target: float = 0.4
-    sample_every: int | None = None
+    last_n: int = option(500, check=check_int)
+    target: float = option(0.4, check=_ACCURACY)
+    sample_every: int | None = option(None, check=check_int)
     eval_model: EvalModel = "local_mean"
-    POSITIVE = ("last_n", "sample_every")
-    BOUNDS = {"target": (lambda v: 0 < v <= 1, "an accuracy in (0, 1]")}
 
     def check(self, config: dict) -> None:
         super().check(config)
@@ -245,9 +236,8 @@ class Grid(Figure):
                    "{hue} (FedSWE Fig. 3 style); mean ± std over seeds")
     x: Attribute = None
     hue: Attribute = None
-    last_n: int = 50
+    last_n: int = option(50, check=check_int)
     eval_model: EvalModel = "local_mean"
-    POSITIVE = ("last_n",)
     LAYOUT = ("x", "hue")
 
     def check(self, config: dict) -> None:
@@ -260,8 +250,7 @@ class Grid(Figure):
 class FastRatio(Figure):
     DESCRIPTION = ("test accuracy of the server model (mean of the last {last} test accuracies) against Ratio, the "
                    "share of rounds with arbitrary participation; algorithms without snapshots sit at Ratio = 100%")
-    last: int = 5
-    POSITIVE = ("last",)
+    last: int = option(5, check=check_int)
 
 
 @report_kind("fast_q")
@@ -282,12 +271,9 @@ class FastQ(Figure):
 
 
 class Toy(Figure):
-    BOUNDS = {"u": (lambda v: len(v) == 2, "two numbers")}
-
     def check(self, config: dict) -> None:
         if self.experiments:
             raise ValueError(f"experiments: kind {self.kind!r} computes its figure exactly and uses no experiments")
-        self._check_values()
 
 
 @report_kind("toy_heterogeneity")
@@ -295,11 +281,10 @@ class ToyHeterogeneity(Toy):
     DESCRIPTION = ("Example 1 of FedSWE §4 computed exactly: two clients with F_i(x) = (x − u_i)²/2, u = {u}, "
                    "stationary availability p_1, p_2; the colour is |lim E x^t − x*| of FedAvg (closed form, no "
                    "training)")
-    u: list[float] = _list(0.0, 100.0)
-    resolution: int = 101
-    weightings: list[Literal["active", "all"]] = _list("active", "all")
-    BOUNDS = {**Toy.BOUNDS, "resolution": (lambda v: v >= 3, "an integer >= 3"),
-              "weightings": (bool, "a list of 'active' and/or 'all'")}
+    u: list[float] = option([0.0, 100.0], check=_TWO_NUMBERS)
+    resolution: int = option(101, check=partial(check_int, minimum=3))
+    weightings: list[Literal["active", "all"]] = option(["active", "all"],
+                                                        check=must("a list of 'active' and/or 'all'", bool))
 
 
 @report_kind("toy_interpolation")
@@ -309,15 +294,12 @@ class ToyInterpolation(Toy):
                    "= {global_lr}, k ∈ {k}; the global gradient ∇F(x^t) after each client's rounds and the consensus "
                    "error (1/2)Σ(x_i − x̄)² (no training). They settle on ±|u1 − u2|/2 · g/(k + g) with g = η_g(1 − "
                    "(1 − η)^s): k = 0 keeps the full bias, k > 0 shrinks it")
-    u: list[float] = _list(100.0, -100.0)
-    k: list[float] = _list(0, 1)
-    rounds: int = 1000
-    local_steps: int = 10
-    lr: float = 0.001
-    global_lr: float = 1.0
-    POSITIVE = ("rounds", "local_steps")
-    BOUNDS = {**Toy.BOUNDS, "k": (lambda v: v and min(v) >= 0, "a list of numbers >= 0"),
-              "lr": (lambda v: v > 0, "a positive number"), "global_lr": (lambda v: v > 0, "a positive number")}
+    u: list[float] = option([100.0, -100.0], check=_TWO_NUMBERS)
+    k: list[float] = option([0, 1], check=must("a list of numbers >= 0", lambda v: bool(v) and min(v) >= 0))
+    rounds: int = option(1000, check=check_int)
+    local_steps: int = option(10, check=check_int)
+    lr: float = option(0.001, check=check_positive)
+    global_lr: float = option(1.0, check=check_positive)
 
 
 @report_kind("claims")
@@ -335,15 +317,14 @@ class Claims(Report):
                    "{plateau_tolerance_points} points), give no verdict; whether a claim holds is this run's finding, "
                    "not something the pipeline assumes")
     claims: list = None
-    last_n: int | None = None  # by default each experiment's training.last_n
+    last_n: int | None = option(None, check=check_int)  # by default each experiment's training.last_n
     model: EvalModel = "local_mean"
-    plateau_window: float = 0.2  # share of a run's rounds in each window of the still-improving test (>= last_n)
-    plateau_tolerance: float = 0.005  # gain per window (accuracy fraction) above which a curve is still improving
-    equivalence_margin: float = 0.005  # accuracy fraction within which two cells show no difference
-    POSITIVE = ("last_n",)
-    BOUNDS = {"plateau_window": (lambda v: 0 < v <= 0.5, "a share of the rounds in (0, 0.5]"),
-              "plateau_tolerance": (lambda v: v >= 0, ">= 0"),
-              "equivalence_margin": (lambda v: v > 0, "> 0")}
+    # share of a run's rounds in each window of the still-improving test (>= last_n)
+    plateau_window: float = option(0.2, check=must("a share of the rounds in (0, 0.5]", lambda v: 0 < v <= 0.5))
+    # gain per window (accuracy fraction) above which a curve is still improving
+    plateau_tolerance: float = option(0.005, check=must(">= 0", lambda v: v >= 0))
+    # accuracy fraction within which two cells show no difference
+    equivalence_margin: float = option(0.005, check=must("> 0", lambda v: v > 0))
 
     @classmethod
     def from_config(cls, raw: dict) -> "Claims":

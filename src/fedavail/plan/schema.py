@@ -11,11 +11,11 @@ from dataclasses import MISSING, fields
 
 import yaml
 
-from fedavail.availability.models import TRACE_MODELS
+from fedavail.availability.trace_models import TRACE_MODELS
 from fedavail.options import default_of
 from fedavail.partitions.schemes import PARTITION_SCHEMES
 from fedavail.plan.algorithms.base import AlgorithmOptions
-from fedavail.plan.config import DATASETS
+from fedavail.plan.names import DATASETS
 from fedavail.plan.experiments import AugmentationOptions, ExecutionOptions, ExperimentOptions, TrainingOptions
 from fedavail.plan.local import LocalOptions
 from fedavail.plan.reports import KINDS, Report
@@ -53,8 +53,8 @@ def block(cls, fill_defaults: bool = False, nested: dict | None = None, optional
     """Dataclass `cls` as a closed mapping, the settings without a default required but those in `optional` (given
     elsewhere in the config). `nested`: setting -> the schema of its block, which states the setting's default (an
     empty mapping) only where that block fills in its own defaults. A setting whose default is null is left out to
-    mean it, unless `null_given`: the config is also read as written (fedavail.plan.config.trace_spec,
-    experiment_seeds, the grids), where an explicit null would not stand for the default."""
+    mean it, unless `null_given`: the config is also read as written (fedavail.plan.specs.stated_trace,
+    fedavail.plan.plan.experiment_seeds, the grids), where an explicit null would not stand for the default."""
     hints = typing.get_type_hints(cls)
     properties = {}
     for f in fields(cls):

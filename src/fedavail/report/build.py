@@ -43,7 +43,7 @@ def make_report(job: dict, run_dirs: list, outputs: dict) -> None:
     if "eval_model" in job["report"]:
         table.footnotes.append(SCORED_MODEL[job["report"]["eval_model"]] + ".")
     if "paper_md" in outputs:  # the published cells are the authors' reported model: server rows have no counterpart
-        cells = data[~data["algorithm"].map(tidy.is_server_row)]
+        cells = tidy.without_server_rows(data)
         result = compare(cells, KINDS[kind].PAPER_SOURCES if job["report"]["paper"] else ())
         paper = comparison_table(result, table.title, dict(zip(cells["algorithm"], cells["label"])))
         _write_table(paper, result, outputs, "paper_")

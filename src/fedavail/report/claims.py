@@ -348,7 +348,7 @@ def claims_table(job: dict, frame: pd.DataFrame) -> tuple:
     table = TextTable(title(job), description,
                       ["claim", "source", "our numbers", "paired differences [95% CI]", "paper", "verdict"])
     published = paper_values()
-    records = []
+    rows = []
     for claim in parse_claims(job["report"]["claims"]):
         evaluation = _Evaluation(frame, job)
         verdict, reason = evaluation.verdict(claim)
@@ -357,18 +357,18 @@ def claims_table(job: dict, frame: pd.DataFrame) -> tuple:
             shown += f" (by construction: {claim['by_construction']})"
         numbers, intervals, paper = evaluation.numbers(), evaluation.intervals(), evaluation.paper(claim, published)
         table.rows.append([claim["claim"], claim["source"], numbers, intervals, paper, shown])
-        records.append({"claim": claim["claim"], "source": claim["source"], "verdict": verdict, "reason": reason,
-                        "by_construction": claim["by_construction"] or "", "numbers": numbers,
-                        "intervals": intervals, "paper": paper,
-                        **{column: ";".join(f"{getattr(c['interval'], field):.6g}" for c in evaluation.comparisons)
-                           for column, field in (("differences", "mean"), ("lows", "low"), ("highs", "high"),
-                                                 ("pairs", "pairs"))}})
-    verdicts = [r["verdict"] for r in records if not r["by_construction"]]
+        rows.append({"claim": claim["claim"], "source": claim["source"], "verdict": verdict, "reason": reason,
+                     "by_construction": claim["by_construction"] or "", "numbers": numbers,
+                     "intervals": intervals, "paper": paper,
+                     **{column: ";".join(f"{getattr(c['interval'], field):.6g}" for c in evaluation.comparisons)
+                        for column, field in (("differences", "mean"), ("lows", "low"), ("highs", "high"),
+                                              ("pairs", "pairs"))}})
+    verdicts = [r["verdict"] for r in rows if not r["by_construction"]]
     counts = ", ".join(f"{v} {verdicts.count(v)}" for v in (*DECIDED, NOT_RESOLVED) if v in verdicts)
     table.footnotes.append(f"Decided: {sum(v in DECIDED for v in verdicts)} of {len(verdicts)} claims ({counts}).")
-    if constructed := [r for r in records if r["by_construction"]]:
+    if constructed := [r for r in rows if r["by_construction"]]:
         one = len(constructed) == 1
         table.footnotes.append(f"Not counted: {len(constructed)} claim{'' if one else 's'} that "
                                f"hold{'s' if one else ''} by construction "
                                f"({', '.join(r['verdict'] for r in constructed)}).")
-    return table, pd.DataFrame(records)
+    return table, pd.DataFrame(rows)

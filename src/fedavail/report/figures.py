@@ -23,7 +23,7 @@ STYLE = {"axes.facecolor": "white", "axes.grid": True, "axes.axisbelow": True, "
          "ytick.labelsize": 9.5, "lines.linewidth": 1.2, "lines.markersize": 4.8}
 
 
-def _panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1, job: dict | None = None, **heading):
+def panels(count: int, width: float = 5.0, height: float = 3.6, rows: int = 1, job: dict | None = None, **heading):
     """rows × count panels (at least one column) under the job's title, if given."""
     import matplotlib
 
@@ -41,7 +41,8 @@ def _levels(labels) -> list:
     return list(pd.unique(pd.Series(labels).dropna()))
 
 
-def _tab10(labels) -> dict:
+def label_colours(labels) -> dict:
+    """A tab10 colour per label, in order of first appearance."""
     import matplotlib
 
     return dict(zip(_levels(labels), cycle(matplotlib.colormaps["tab10"].colors)))
@@ -55,7 +56,7 @@ def _group_lines(ax, data: pd.DataFrame, x: str, y: str, hue: str | None = None,
     or y missing or infinite are left out. `legend` adds an entry per hue and per style level, each part headed by its
     column when both are used: the picture seaborn's lineplot drew (errorbar="sd", or estimator=None)."""
     line = {"markeredgewidth": 0.75, "markeredgecolor": "w", **line}
-    colours = _tab10(data[hue] if hue else [""])  # without hue, one group in the first colour
+    colours = label_colours(data[hue] if hue else [""])  # without hue, one group in the first colour
     styles = {level: "-" if i == 0 else (0, (4, 1.5) + (1, 1.5) * (i - 1))
               for i, level in enumerate(_levels(data[style] if style else [""]))}
     rows = data[[c for c in (x, y, hue, style) if c]].replace([np.inf, -np.inf], np.nan).dropna()
@@ -104,7 +105,8 @@ def save(fig, png: Path, pdf: Path | None = None) -> None:
     plt.close(fig)
 
 
-def _experiment_title(frame: pd.DataFrame, experiment: str) -> str:
+def experiment_title(frame: pd.DataFrame, experiment: str) -> str:
+    """A panel's title: the experiment's name over its dataset and dynamics."""
     a = frame[frame["experiment"] == experiment].iloc[0]
     parts = [attribute_label("dataset", a["dataset"]), str(a["dynamics"] or ""), f"({a['inner']})" if isinstance(
         a["inner"], str) else ""]
@@ -119,7 +121,7 @@ def curves(job: dict, frame: pd.DataFrame):
     runs = runs.assign(legend=runs["label"] + np.where(diverged, " † diverged", ""))[[*tidy.RUN, "label", "legend"]]
     values = tidy.sampled(frame, s["metric"], s["sample_every"]).merge(runs, on=tidy.RUN)
     values["value"] *= 100.0 if s["metric"] in PERCENT_METRICS else 1.0
-    fig, axes = _panels(len(s["experiments"]), job=job)
+    fig, axes = panels(len(s["experiments"]), job=job)
     for ax, experiment in zip(axes[0], s["experiments"]):
         part = values[values["experiment"] == experiment]
         if len(part):
@@ -127,7 +129,7 @@ def curves(job: dict, frame: pd.DataFrame):
             ax.legend(title="algorithm", fontsize=7, loc="best")
         if s["log_y"]:
             ax.set_yscale("log")
-        ax.set(title=_experiment_title(frame, experiment), xlabel="round", ylabel=metric_label(s["metric"]))
+        ax.set(title=experiment_title(frame, experiment), xlabel="round", ylabel=metric_label(s["metric"]))
     data = tidy.over_seeds(values, ["experiment", "algorithm", "label", "round"]).assign(metric=s["metric"])
     return fig, data.drop(columns="finite")
 
@@ -145,7 +147,7 @@ def k_sweep(job: dict, frame: pd.DataFrame):
     runs = runs.rename(columns={f"algorithm.{parameter}": parameter}).assign(
         model=np.where(runs["algorithm"].map(tidy.is_server_row), "server model x^t", "reported model"),
         accuracy=100 * runs["value"])
-    fig, axes = _panels(len(s["experiments"]), rows=2, job=job)
+    fig, axes = panels(len(s["experiments"]), rows=2, job=job)
     for (top, bottom), experiment in zip(axes.T, s["experiments"]):
         part = runs[runs["experiment"] == experiment]
         _group_lines(top, part, parameter, "accuracy", style="model", marker="o")
@@ -160,7 +162,7 @@ def k_sweep(job: dict, frame: pd.DataFrame):
         for ax in (top, bottom):
             ax.set_xscale("symlog", linthresh=1.0)
             ax.set_xlabel({"k": "interpolation coefficient k"}.get(parameter, parameter))
-        top.set(title=_experiment_title(frame, experiment), ylabel=f"test accuracy (%), last {s['last_n']} rounds")
+        top.set(title=experiment_title(frame, experiment), ylabel=f"test accuracy (%), last {s['last_n']} rounds")
         bottom.set_ylabel(f"rounds to {100 * target:g}% test accuracy")
     by = ["experiment", "algorithm", "label", parameter]
     accuracy = tidy.over_seeds(runs.assign(value=runs["accuracy"]), by)
@@ -182,7 +184,7 @@ def grid(job: dict, frame: pd.DataFrame):
                         for m in ("train_acc", "test_acc")], ignore_index=True)
     values["value"] *= 100
     values["series"] = [attribute_label(hue, v) for v in values[hue]]
-    fig, axes = _panels(2, job=job)
+    fig, axes = panels(2, job=job)
     many = values["algorithm"].nunique() > 1
     for ax, metric in zip(axes[0], ("train_acc", "test_acc")):
         _group_lines(ax, values[values["metric"] == metric], x, "value", hue="series", style="label" if many else None,
@@ -203,13 +205,13 @@ def fast_ratio(job: dict, frame: pd.DataFrame):
         accuracy.rename(columns={"mean": "acc_mean", "std": "acc_std"})[[*keys, "acc_mean", "acc_std"]], on=keys,
         how="left").merge(ratio.rename(columns={"mean": "ratio"})[[*keys, "ratio"]], on=keys, how="left")
     data = data.assign(snapshots=np.isfinite(data["ratio"]), ratio=data["ratio"].fillna(100.0))
-    colors = _tab10(data["label"])
-    fig, axes = _panels(len(s["experiments"]), job=job)
+    colors = label_colours(data["label"])
+    fig, axes = panels(len(s["experiments"]), job=job)
     for ax, experiment in zip(axes[0], s["experiments"]):
         for r in data[data["experiment"] == experiment].itertuples():
             ax.errorbar([r.ratio], [r.acc_mean], yerr=[r.acc_std], marker="o" if r.snapshots else "s", capsize=3,
                         color=colors[r.label], label=r.label + (" † diverged" if r.diverged else ""))
-        ax.set(title=_experiment_title(frame, experiment), xlabel="Ratio: rounds with arbitrary participation (%)",
+        ax.set(title=experiment_title(frame, experiment), xlabel="Ratio: rounds with arbitrary participation (%)",
                ylabel=f"test accuracy (%), last {s['last']} evaluations")
         ax.legend(title="algorithm", fontsize=7, loc="best")
     return fig, data
@@ -221,7 +223,7 @@ def fast_q(job: dict, frame: pd.DataFrame):
     s = job["report"]
     columns = [c for c in ("q", "q_signal", "snapshot") if c in frame]
     data = frame[[*tidy.RUN, "label", "round", *columns]].reset_index(drop=True)
-    fig, axes = _panels(len(s["experiments"]), width=7.5, rows=2, height=3.0, job=job, wrap=True)
+    fig, axes = panels(len(s["experiments"]), width=7.5, rows=2, height=3.0, job=job, wrap=True)
     for (top, bottom), experiment in zip(axes.T, s["experiments"]):
         part = data[data["experiment"] == experiment].assign(signal=lambda d: 100 * d.get("q_signal", np.nan),
                                                             seed=lambda d: d["seed"].astype(str))
@@ -232,7 +234,7 @@ def fast_q(job: dict, frame: pd.DataFrame):
             shots = part[part["snapshot"] == 1] if "snapshot" in part else part.iloc[0:0]
             top.scatter(shots["round"], shots["q"], marker="x", s=14, color="black", zorder=3, label="snapshot round")
             top.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        top.set(title=_experiment_title(frame, experiment), xlabel="", ylabel="q_t")
+        top.set(title=experiment_title(frame, experiment), xlabel="", ylabel="q_t")
         bottom.set(xlabel="round", ylabel="acc_t (%)")
     return fig, data
 
@@ -243,11 +245,11 @@ def experiment_figure(job: dict, frame: pd.DataFrame):
     legend = {a: f"{a} † diverged: {d}" if d else a for a, d in zip(described["algorithm"], described["diverged"])}
     evaluated = frame.dropna(subset=["test_acc"]) if "test_acc" in frame else frame.iloc[0:0].assign(test_acc=[])
     evaluated = evaluated.assign(algorithm=evaluated["algorithm"].map(legend), test_acc=100 * evaluated["test_acc"])
-    fig, ((ax,),) = _panels(1, width=7, height=4.5)
+    fig, ((ax,),) = panels(1, width=7, height=4.5)
     if len(evaluated):
         _group_lines(ax, evaluated, "round", "test_acc", hue="algorithm")
     never = sorted(set(legend.values()) - set(evaluated["algorithm"]))
-    colours = _tab10([*evaluated["algorithm"], *never])  # the colours after the evaluated algorithms'
+    colours = label_colours([*evaluated["algorithm"], *never])  # the colours after the evaluated algorithms'
     for label in never:
         ax.plot([], [], linestyle="none", marker="x", color=colours[label], label=f"{label} (never evaluated)")
     ax.legend(title="algorithm")
@@ -262,8 +264,8 @@ def toy_heterogeneity(job: dict, frame=None):
     u1, u2 = s["u"]
     grid_values = np.linspace(0.0, 1.0, s["resolution"])
     p1, p2 = np.meshgrid(grid_values, grid_values)
-    fig, axes = _panels(len(s["weightings"]), width=4.8, height=4.0, job=job)
-    records = []
+    fig, axes = panels(len(s["weightings"]), width=4.8, height=4.0, job=job)
+    parts = []
     for ax, weighting in zip(axes[0], s["weightings"]):
         bias = toy.heterogeneity_bias(grid_values, u1, u2, weighting)
         image = ax.imshow(bias, origin="lower", extent=(0, 1, 0, 1), cmap="viridis", vmin=0,
@@ -271,15 +273,15 @@ def toy_heterogeneity(job: dict, frame=None):
         ax.set(xlabel="$p_1$", ylabel="$p_2$", title=f"FedAvg over {weighting} clients\n$|x_{{output}} - x^*|$")
         ax.grid(False)
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-        records.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(), "bias": bias.ravel()}))
-    return fig, pd.concat(records, ignore_index=True)
+        parts.append(pd.DataFrame({"weighting": weighting, "p1": p1.ravel(), "p2": p2.ravel(), "bias": bias.ravel()}))
+    return fig, pd.concat(parts, ignore_index=True)
 
 
 @BUILDERS.add("toy_interpolation")
 def toy_interpolation(job: dict, frame=None):
     s = job["report"]
-    fig, axes = _panels(len(s["k"]), width=4.5, height=3.2, rows=2, job=job)
-    records = []
+    fig, axes = panels(len(s["k"]), width=4.5, height=3.2, rows=2, job=job)
+    parts = []
     for (top, bottom), k in zip(axes.T, s["k"]):
         result = toy.fedswe_alternating(k, s["u"], s["rounds"], s["lr"], s["local_steps"], s["global_lr"])
         steady = toy.alternating_steady_bias(k, s["u"], s["lr"], s["local_steps"], s["global_lr"])
@@ -292,7 +294,7 @@ def toy_interpolation(job: dict, frame=None):
         top.legend(fontsize=7)
         bottom.plot(result["round"], result["consensus"], lw=0.8, color="C1")
         bottom.set(title=f"k = {k:g}: consensus error", xlabel="round", ylabel="(1/2) Σ (x_i − x̄)²")
-        records.append(pd.DataFrame({"k": k, **{c: result[c] for c in ("round", "x", "gradient", "consensus")},
-                                     "steady_bias": steady}))
-    return fig, pd.concat(records, ignore_index=True)
+        parts.append(pd.DataFrame({"k": k, **{c: result[c] for c in ("round", "x", "gradient", "consensus")},
+                                   "steady_bias": steady}))
+    return fig, pd.concat(parts, ignore_index=True)
 

@@ -60,6 +60,16 @@ def is_server_row(algorithm) -> bool:
     return str(algorithm).endswith(SERVER_SUFFIX)
 
 
+def without_server_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame less the server-model rows `scored` adds."""
+    return frame[~frame["algorithm"].map(is_server_row)]
+
+
+def algorithms_in_order(frame: pd.DataFrame) -> list[str]:
+    """The frame's algorithms in the report's order (the `order` column of `view`)."""
+    return list(frame.sort_values("order", kind="stable").drop_duplicates("algorithm")["algorithm"])
+
+
 def scored(frame: pd.DataFrame) -> pd.DataFrame:
     """Algorithms that log their local copies' mean are scored by it, and their server model follows as the row
     `<algorithm>@server` (label "…, server model"). Its train columns are NaN when the local mean's were not logged."""

@@ -77,7 +77,7 @@ def accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
                    "listed below them, unranked.")
     table = TextTable(title(job), description, ["algorithm", *headers])
     for block, in_block in table_cells.groupby("block", sort=False):
-        eligible = in_block[(in_block["group"] == 1) & ~in_block["algorithm"].map(tidy.is_server_row)]
+        eligible = tidy.without_server_rows(in_block[in_block["group"] == 1])
         marks = {key: rank_marks(dict(zip(part["algorithm"], part["mean"])), s["decimals"])
                  for key, part in eligible.groupby(["column", "metric"], sort=False)}
         _grouped_rows(table, in_block, ["column", "metric"], keys,
@@ -107,7 +107,7 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
     every = job["report"]["sample_every"]
     curve = tidy.sampled(frame, "test_acc", every).groupby(["experiment", "algorithm", "round"], sort=False)[
         "value"].mean().reset_index()
-    records, headers, notes, columns = [], [], [], []
+    parts, headers, notes, columns = [], [], [], []
     for experiment in job["report"]["experiments"]:
         targets, how = _targets(job, frame, experiment)
         notes.append(f"{experiment}: targets {', '.join(f'{100 * t:g}%' for t in targets) or 'none'} ({how}).")
@@ -116,8 +116,8 @@ def rounds_to_target_table(job: dict, frame: pd.DataFrame) -> tuple:
             columns.append((experiment, f"rounds_to_{100 * target:g}"))
             headers.append(f"{attribute_label('dataset', runs['dataset'].iloc[0])} {100 * target:g}%")
             reached = tidy.first_reaching(curve[curve["experiment"] == experiment], target, ["algorithm"])
-            records.append(runs.assign(value=runs["algorithm"].map(reached), metric=columns[-1][1], target=target))
-    values = pd.concat(records, ignore_index=True) if records else frame.iloc[0:0].assign(value=[], metric=[])
+            parts.append(runs.assign(value=runs["algorithm"].map(reached), metric=columns[-1][1], target=target))
+    values = pd.concat(parts, ignore_index=True) if parts else frame.iloc[0:0].assign(value=[], metric=[])
     targets = values.drop_duplicates(["experiment", "metric"])[["experiment", "metric", "target"]]
     table_cells = cells(frame, values, 1.0).merge(targets, on=["experiment", "metric"])
     description = (f"First round at which the test accuracy, averaged over seeds and sampled every {every} "
@@ -138,7 +138,7 @@ def fast_table(job: dict, frame: pd.DataFrame) -> tuple:
     table_cells = cells(frame, pd.concat([accuracy, ratio], ignore_index=True))
     seeds = frame.groupby(["experiment", "algorithm"])["seed"].nunique()
     table_cells["seeds"] = [seeds[(e, a)] for e, a in zip(table_cells["experiment"], table_cells["algorithm"])]
-    algorithms = list(table_cells.sort_values("order", kind="stable").drop_duplicates("algorithm")["algorithm"])
+    algorithms = tidy.algorithms_in_order(table_cells)
     label = dict(zip(table_cells["algorithm"], table_cells["label"]))
     ratios = table_cells[table_cells["metric"] == "ratio"]
     with_ratio = set(ratios.loc[np.isfinite(ratios["mean"]), "algorithm"])

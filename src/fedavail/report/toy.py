@@ -36,19 +36,6 @@ def fedavg_expected_output(p1, p2, u1: float = 0.0, u2: float = 100.0, weighting
     return np.where((p1 == 0) & (p2 == 0), np.nan, out)
 
 
-def fedavg_expected_iterates(p1: float, p2: float, u1: float = 0.0, u2: float = 100.0, weighting: str = "active",
-                             lr: float = 0.1, local_steps: int = 10, rounds: int = 500, x0: float = 0.0) -> np.ndarray:
-    """E x^t, t = 0..rounds, of FedAvg on Example 1, by iterating the exact expected recursion."""
-    shrink = 1.0 - (1.0 - lr) ** local_steps
-    mean = 0.5 * (u1 + u2)
-    x = np.full(rounds + 1, float(x0))
-    for t in range(rounds):
-        drift = (p1 * p2 * (mean - x[t]) + p1 * (1 - p2) * (u1 - x[t]) + p2 * (1 - p1) * (u2 - x[t])
-                 if weighting == "active" else 0.5 * (p1 * (u1 - x[t]) + p2 * (u2 - x[t])))
-        x[t + 1] = x[t] + shrink * drift
-    return x
-
-
 def heterogeneity_bias(grid: np.ndarray, u1: float = 0.0, u2: float = 100.0, weighting: str = "active") -> np.ndarray:
     """|x_out − x*| on the grid p1 × p2 (rows p2, columns p1), Fig. 2."""
     p1, p2 = np.meshgrid(grid, grid)

@@ -11,23 +11,15 @@ import pandas as pd
 from fedavail.report import BUILDERS
 from fedavail.report import frame as tidy
 from fedavail.report.censored import ALPHA, sign_test, time_bounds
-from fedavail.report.figures import _experiment_title, _panels, _tab10
+from fedavail.report.figures import experiment_title, label_colours, panels
 from fedavail.report.render import TextTable
 from fedavail.report.tables import title
 
 HOUR = 3600.0
 
 
-def _shown(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[~frame["algorithm"].map(tidy.is_server_row)]
-
-
 def _hours(value: float) -> str:
     return "—" if value != value else f"{value / HOUR:.2f}"
-
-
-def _algorithms(runs: pd.DataFrame) -> list[str]:
-    return list(runs.sort_values("order", kind="stable").drop_duplicates("algorithm")["algorithm"])
 
 
 VERDICTS = {"below": "faster", "above": "slower", None: "undecided"}
@@ -38,10 +30,10 @@ def time_to_accuracy_cells(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
     the paired sign test of the algorithm's times minus the reference's, a run that never reaches the target censored
     at its final device time: pairs surely sooner, surely later, left open or equal, its p-values and the verdict
     (faster, slower or undecided at one-sided ALPHA)."""
-    records = []
+    rows = []
     for experiment in job["report"]["experiments"]:
-        runs = _shown(frame[frame["experiment"] == experiment])
-        algorithms = _algorithms(runs)
+        runs = tidy.without_server_rows(frame[frame["experiment"] == experiment])
+        algorithms = tidy.algorithms_in_order(runs)
         reference = job["report"]["reference"] or algorithms[0]
         labels = dict(zip(runs["algorithm"], runs["label"]))
         for target in job["report"]["targets"]:
@@ -51,18 +43,18 @@ def time_to_accuracy_cells(job: dict, frame: pd.DataFrame) -> pd.DataFrame:
             for algorithm in algorithms:
                 mine = times[times["algorithm"] == algorithm]
                 observed = mine["value"][mine["reached"]]
-                record = {"experiment": experiment, "target": target, "algorithm": algorithm,
-                          "label": labels[algorithm], "reference": reference, "seeds": len(mine),
-                          "reached": len(observed), "mean_s": observed.mean(), "std_s": observed.std(ddof=0),
-                          "verdict": "reference"}
+                row = {"experiment": experiment, "target": target, "algorithm": algorithm,
+                       "label": labels[algorithm], "reference": reference, "seeds": len(mine),
+                       "reached": len(observed), "mean_s": observed.mean(), "std_s": observed.std(ddof=0),
+                       "verdict": "reference"}
                 if algorithm != reference and algorithm in low and reference in low:
                     paired = pd.concat([low[algorithm] - high[reference], high[algorithm] - low[reference]],
                                        axis=1).dropna()
                     test = sign_test(paired[0], paired[1])
-                    record.update(later=test.above, sooner=test.below, open=test.open, ties=test.ties,
-                                  p_later=test.p_above, p_sooner=test.p_below, verdict=VERDICTS[test.decided()])
-                records.append(record)
-    return pd.DataFrame.from_records(records)
+                    row.update(later=test.above, sooner=test.below, open=test.open, ties=test.ties,
+                               p_later=test.p_above, p_sooner=test.p_below, verdict=VERDICTS[test.decided()])
+                rows.append(row)
+    return pd.DataFrame.from_records(rows)
 
 
 def _comparison(cell: pd.Series) -> str:
@@ -108,14 +100,14 @@ def time_to_accuracy_table(job: dict, frame: pd.DataFrame) -> tuple:
 def accuracy_vs_time(job: dict, frame: pd.DataFrame):
     """Each seed's evaluated test accuracy against its virtual time, and the mean over seeds of both per round."""
     experiments = job["report"]["experiments"]
-    fig, axes = _panels(len(experiments), job=job)
-    colors, means = _tab10(frame["label"]), []
-    evaluated = _shown(frame).dropna(subset=["test_acc"])
+    fig, axes = panels(len(experiments), job=job)
+    colors, means = label_colours(frame["label"]), []
+    evaluated = tidy.without_server_rows(frame).dropna(subset=["test_acc"])
     if "virtual_s" not in evaluated:
         evaluated = evaluated.assign(virtual_s=np.nan)
     for ax, experiment in zip(axes[0], experiments):
         runs = evaluated[evaluated["experiment"] == experiment]
-        for algorithm in _algorithms(runs):
+        for algorithm in tidy.algorithms_in_order(runs):
             run = runs[runs["algorithm"] == algorithm]
             color, label = colors[run["label"].iloc[0]], run["label"].iloc[0]
             for _, seed in run.groupby("seed"):
@@ -123,7 +115,7 @@ def accuracy_vs_time(job: dict, frame: pd.DataFrame):
             mean = run.groupby("round")[["virtual_s", "test_acc"]].mean().reset_index()
             ax.plot(mean["virtual_s"] / HOUR, 100 * mean["test_acc"], color=color, lw=1.8, label=label)
             means.append(mean.assign(experiment=experiment, algorithm=algorithm, label=label))
-        ax.set(title=_experiment_title(frame, experiment), xlabel="virtual time (hours of device time)",
+        ax.set(title=experiment_title(frame, experiment), xlabel="virtual time (hours of device time)",
                ylabel="test accuracy (%)")
         ax.legend(fontsize=8)
     fig.tight_layout()

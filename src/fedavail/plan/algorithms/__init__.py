@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 import typing
 
-from fedavail.options import has_type, type_name
+from fedavail.options import check_keys, has_type, key_table, setting_error, type_name
 from fedavail.plan.algorithms.base import REGISTERED, AlgorithmOptions
 
 
@@ -34,14 +34,13 @@ def check_hyperparameters(name: str, hyperparameters: dict) -> type[AlgorithmOpt
     """Raise ValueError for an unknown algorithm, an option it does not take or a value of the wrong type; return
     its options class."""
     cls = options_class(name)
-    unknown = sorted(set(hyperparameters) - set(cls.hyperparameters()))
-    if unknown:
-        raise ValueError(f"algorithm {name!r} has no hyperparameter(s) {unknown}; it takes {cls.hyperparameters()}")
+    keys = key_table(cls)
+    check_keys(hyperparameters, {key: keys[key] for key in cls.hyperparameters()}, f"{name} option",
+               f"algorithm {name!r}")
     hints = typing.get_type_hints(cls)
     for key, value in hyperparameters.items():
         if not has_type(value, hints[key]):
-            raise ValueError(f"algorithm {name!r} hyperparameter {key!r} must be {type_name(hints[key])}, "
-                             f"got {value!r}")
+            raise setting_error(f"{name} option", key, f"must be {type_name(hints[key])}, got {value!r}")
     return cls
 
 

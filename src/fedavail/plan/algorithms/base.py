@@ -4,7 +4,7 @@ algorithm class (fedavail.algorithms.<name>) inherits those, so a config is chec
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
-from fedavail.options import check_fields, option
+from fedavail.options import check_fields, must, option
 
 REGISTERED: dict[str, type] = {}  # algorithm name -> its options class, added when its options module is imported
 
@@ -19,27 +19,24 @@ def registered(cls):
 
 @dataclass(frozen=True, kw_only=True)
 class AlgorithmOptions:
-    # key -> (what its value must be, the test of a value), checked after the choices and global_lr
-    BOUNDS: ClassVar[dict] = {}
+    """Each option's allowed values are declared on its field (`option(..., choices=..., check=must(...))`, the
+    convention of every settings class: fedavail.options); an error names the algorithm and the option."""
+
     NAME: ClassVar[str]  # the registered name (`registered` sets it)
     # The server keeps every client's latest update (O(md) memory): FedSWE Table 2 ranks such methods apart.
     MEMORY_AIDED: ClassVar[bool] = False
 
-    global_lr: float = option(1.0, "server learning rate η_g: x ← x + η_g·U")
+    global_lr: float = option(1.0, "server learning rate η_g: x ← x + η_g·U", check=must("> 0", lambda v: v > 0))
 
     def __post_init__(self):
-        name = type(self).__name__.removesuffix("Options").lower()
-        check_fields(self, f"{name} option")
-        for key, (bound, test) in {"global_lr": ("> 0", lambda v: v > 0), **self.BOUNDS}.items():
-            if not test(getattr(self, key)):
-                raise ValueError(f"{name} {key} must be {bound}, got {getattr(self, key)!r}")
+        check_fields(self, f"{self.NAME} option")
 
     @classmethod
     def hyperparameters(cls) -> list[str]:
         return [f.name for f in fields(cls) if f.init]
 
     def needs_prob(self) -> bool:
-        """Whether the algorithm reads p_i^t, so its trace must record it."""
+        """Whether the algorithm reads p_i^t, so its trace must store it."""
         return False
 
     def label(self) -> str:

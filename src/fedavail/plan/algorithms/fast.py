@@ -1,5 +1,6 @@
+from fedavail.options import check_int
 from fedavail.plan.algorithms import resolve_algorithm
-from fedavail.plan.algorithms.base import AlgorithmOptions, option, registered
+from fedavail.plan.algorithms.base import AlgorithmOptions, must, option, registered
 
 
 @registered
@@ -11,15 +12,13 @@ class FastOptions(AlgorithmOptions):
     base_hyperparameters: dict = option({}, "the base algorithm's options (its global_lr goes here)")
     schedule: str = option("bernoulli", "snapshot rounds: every I-th round, with probability q, or adaptive q "
                            "(Algorithm 2)", choices=("every", "bernoulli", "adaptive"))
-    interval: int = option(2, "I ≥ 1, schedule every")
-    q: float = option(0.5, "snapshot probability in [0, 1], schedule bernoulli")
+    interval: int = option(2, "I ≥ 1, schedule every", check=check_int)
+    q: float = option(0.5, "snapshot probability in [0, 1], schedule bernoulli",
+                      check=must("in [0, 1]", lambda v: 0 <= v <= 1))
     lam: float = option(1.0, "λ ≥ 0, the step of adaptive q (the paper's default; the authors' command-line default "
-                        "is 0.7)")
+                        "is 0.7)", check=must(">= 0", lambda v: v >= 0))
     signal: str = option("round_mean", "adaptive q's accuracy signal: the round's mean local accuracy, or the running "
                          "mean since each client's epoch began", choices=("round_mean", "running"))
-
-    BOUNDS = {"interval": ("an integer >= 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
-              "q": ("in [0, 1]", lambda v: 0 <= v <= 1), "lam": (">= 0", lambda v: v >= 0)}
 
     def __post_init__(self):
         super().__post_init__()

@@ -1,4 +1,4 @@
-from fedavail.plan.algorithms.base import AlgorithmOptions, option, registered
+from fedavail.plan.algorithms.base import AlgorithmOptions, must, option, registered
 
 
 @registered
@@ -6,10 +6,10 @@ class FedAvgOptions(AlgorithmOptions):
     """FedAvg under availability (arXiv 1602.05629; the baselines of arXiv 2306.03401 and 2409.17446)."""
 
     weighting: str = option("active", "active: mean over the available clients; all: sum / N; known: sum of Δ_i/p_i^t "
-                            "over N (needs a trace that records p_i^t)", choices=("active", "all", "known"))
+                            "over N (needs a trace that stores p_i^t)", choices=("active", "all", "known"))
     p_floor: float | None = option(0.02, "floor on p_i^t for weighting known, so a rare client's weight is at most "
-                                   "1/p_floor (IBM/fedau uses 0.02); null: no floor, as the FedAWE code")
-    BOUNDS = {"p_floor": ("in (0, 1] or null", lambda v: v is None or 0 < v <= 1)}
+                                   "1/p_floor (IBM/fedau uses 0.02); null: no floor, as the FedAWE code",
+                                   check=must("in (0, 1] or null", lambda v: v is None or 0 < v <= 1))
 
     def needs_prob(self) -> bool:
         return self.weighting == "known"

@@ -791,8 +791,3 @@ def round_windows(rounds: int, round_seconds: float, start_s: float = 0.0) -> tu
     steps = np.arange(rounds + 1, dtype=np.float64)
     edges = start_s + steps * round_seconds
     return edges[:-1], edges[1:]
-
-
-def session_lengths(record: OnlineRecord) -> np.ndarray:
-    """float64 [k]: the length of each (merged) online session, s."""
-    return record.ends - record.starts

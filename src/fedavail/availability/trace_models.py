@@ -10,7 +10,8 @@ from typing import ClassVar
 import numpy as np
 
 from fedavail.availability.clock import device_capacity, resolve_clock
-from fedavail.options import Registry, check_fields, check_int, check_probabilities, is_number, option, resolve_variant
+from fedavail.options import (Registry, check_fields, check_int, check_positive, check_probabilities, is_bool,
+                              is_number, must, option, resolve_variant)
 
 WHAT = "trace spec key"
 # Rounds of a trace, and so of a run (training.rounds shares the cap): 5 times the longest paper run (20,000), days of
@@ -40,22 +41,21 @@ _LOW = "staircase: f(t) in the second half of each period"
 TRACE_MODELS = Registry(f"{WHAT} 'model'")
 
 
-def check_someone_available(value, key: str, what: str, per: str = "client") -> None:
+def check_someone_available(value, per: str = "client") -> None:
     """`value`: probabilities, one or a list, not all 0 (else no round would have participants)."""
-    check_probabilities(value, key, what, allow_list=True)
+    check_probabilities(value, allow_list=True)
     if not np.any(np.asarray(value, dtype=np.float64) > 0):
-        raise ValueError(f"{what} {key!r} is 0 for every {per}: no client is ever available; give some {per} a "
-                         f"probability above 0")
+        raise ValueError(f"is 0 for every {per}: no client is ever available; give some {per} a probability above 0")
 
 
-def check_positive(value, key: str, what: str) -> None:
-    if not is_number(value) or value <= 0:
-        raise ValueError(f"{what} {key!r} must be a number > 0, got {value!r}")
+def check_rounds(value) -> None:
+    """Rounds of a trace or a run: an integer >= 1, at most MAX_ROUNDS."""
+    check_int(value)
+    if value > MAX_ROUNDS:
+        raise ValueError(f"must be at most MAX_ROUNDS = {MAX_ROUNDS:,}, got {value:,}; lower it")
 
 
-def check_share(value, key: str, what: str) -> None:
-    if not is_number(value) or not 0 < value <= 1:
-        raise ValueError(f"{what} {key!r} must be in (0, 1], got {value!r}")
+check_share = must("in (0, 1]", lambda value: is_number(value) and 0 < value <= 1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,9 +72,10 @@ class TraceModel:
                                        "null: round(0.1·m), the fast model: its cohort size", check=check_int)
     num_clients: int | None = option(None, "m; null: the partition's num_clients", check=check_int)
     rounds: int | None = option(None, f"rounds T the trace covers (at least the experiments' training.rounds, at "
-                                f"most {MAX_ROUNDS:,})", check=check_int)
+                                f"most {MAX_ROUNDS:,})", check=check_rounds)
     partition: str | None = option(None, "a partition under `partitions`: its clients (and, for the fedswe model, "
-                                   "their class mixes ν_i)")
+                                   "their class mixes ν_i)",
+                                   check=must("a partition's name", lambda v: isinstance(v, str)))
     clock: dict[str, str | float | None] | None = option(
         None, "a virtual clock (its keys: \"Virtual clock\" below): every run under the trace records each round's "
         "device time; null: none")
@@ -87,11 +88,6 @@ class TraceModel:
         object.__setattr__(self, "clock_options", options)
         if options is not None:
             object.__setattr__(self, "clock", asdict(options))
-        if self.rounds is not None and self.rounds > MAX_ROUNDS:
-            raise ValueError(f"{WHAT} 'rounds': {self.rounds:,} rounds, more than MAX_ROUNDS = {MAX_ROUNDS:,}; "
-                             f"lower it")
-        if self.partition is not None and not isinstance(self.partition, str):
-            raise ValueError(f"{WHAT} 'partition' must name a partition, got {self.partition!r}")
 
     def check_for(self, num_clients: int) -> None:
         """The model's own settings that depend on the client count m: per-client lists of length m."""
@@ -105,7 +101,7 @@ class TraceModel:
             raise ValueError(f"{WHAT} 'snapshot_size': {size} > {num_clients} clients")
         return size
 
-    def records_prob(self) -> bool:
+    def stores_prob(self) -> bool:
         """Whether its traces store p_i^t."""
         return True
 
@@ -194,7 +190,7 @@ class FastTrace(TraceModel):
             raise ValueError(f"{WHAT} 'snapshot_size': the fast model's cohort is round(fraction·m) = {size}")
         return size
 
-    def records_prob(self) -> bool:
+    def stores_prob(self) -> bool:
         return self.distribution == "uniform"  # the skewed cohorts have no per-client probability
 
     def draw(self, part, num_clients, rounds, client_rng, round_rng):
@@ -316,29 +312,29 @@ class RecordedTrace(TraceModel):
     round_seconds: float = option(doc="window: the record's seconds per round; fedscale: the spacing at which the "
                                   "trace file's preview reads the record (its figure, statistics and p_i^t; training "
                                   "reads it where each run's clock stands)", check=check_positive)
-    start_s: float = option(0.0, "the record's time at round 0's start, seconds")
+    start_s: float = option(0.0, "the record's time at round 0's start, seconds",
+                            check=must("a number >= 0", lambda v: is_number(v) and v >= 0))
     min_online_share: float | None = option(None, "window: the share of a round a client must be online to be "
                                             "available (null: 1, all of it); fedscale: must be null (a client is "
                                             "online at an instant)", check=check_share)
     repeat_clients: bool = option(False, "a record with fewer clients than the partition: false refuses it; true lets "
                                   "each record client play several partition clients (window: ⌊m/c⌋ or ⌈m/c⌉, "
-                                  "independent draws; fedscale: FedScale's wrap-around)")
+                                  "independent draws; fedscale: FedScale's wrap-around)",
+                                  check=must("true or false", is_bool))
     participants: int | None = option(None, "fedscale: K, FedScale's num_participants: ⌊overcommitment·K⌋ online "
                                       "clients are drawn each round and the K fastest still online at the end take "
                                       "part; null: every online client that finishes while online",
                                       check=check_int)
     overcommitment: float | None = option(None, f"fedscale, with participants: the share of K drawn (null: "
-                                          f"{FEDSCALE_OVERCOMMITMENT}, FedScale's); window: must be null")
+                                          f"{FEDSCALE_OVERCOMMITMENT}, FedScale's); window: must be null",
+                                          check=must("a number >= 1", lambda v: is_number(v) and v >= 1))
     min_client_samples: int | None = option(None, f"fedscale: clients with fewer training samples never take part "
                                             f"(FedScale's filter_less; null: {FEDSCALE_MIN_CLIENT_SAMPLES}, its "
-                                            f"default; 0: none left out); window: must be null")
+                                            f"default; 0: none left out); window: must be null",
+                                            check=partial(check_int, minimum=0))
 
     def __post_init__(self):
         super().__post_init__()
-        if not is_number(self.start_s) or self.start_s < 0:
-            raise ValueError(f"{WHAT} 'start_s' must be a number >= 0, got {self.start_s!r}")
-        if not isinstance(self.repeat_clients, bool):
-            raise ValueError(f"{WHAT} 'repeat_clients' must be true or false, got {self.repeat_clients!r}")
         fedscale_only = ("participants", "overcommitment", "min_client_samples")
         if self.replay == "window":
             for key in fedscale_only:
@@ -357,9 +353,6 @@ class RecordedTrace(TraceModel):
             object.__setattr__(self, "overcommitment", FEDSCALE_OVERCOMMITMENT)
         if self.min_client_samples is None:
             object.__setattr__(self, "min_client_samples", FEDSCALE_MIN_CLIENT_SAMPLES)
-        if not is_number(self.overcommitment) or self.overcommitment < 1:
-            raise ValueError(f"{WHAT} 'overcommitment' must be a number >= 1, got {self.overcommitment!r}")
-        check_int(self.min_client_samples, "min_client_samples", WHAT, minimum=0)
 
     @classmethod
     def record_files(cls, spec: dict) -> list[str]:
@@ -369,31 +362,33 @@ class RecordedTrace(TraceModel):
         """window: record client chosen[i] plays client i, a uniform draw without repetition (client_rng); fedscale:
         FedScale's fixed mapping, the trace's `available` a preview at instants start_s + t·round_seconds. No per-round
         draw. A trace in which no client is ever available is refused, naming the settings."""
-        from fedavail.availability import records
+        from fedavail.availability import device_records
 
-        record = records.read_online_record(self.availability)
+        record = device_records.read_online_record(self.availability)
         try:
-            chosen = records.draw_clients(len(record.clients), num_clients, client_rng, self.repeat_clients) \
-                if self.replay == "window" else records.fedscale_clients(record, num_clients, self.repeat_clients)
+            if self.replay == "window":
+                chosen = device_records.draw_clients(len(record.clients), num_clients, client_rng, self.repeat_clients)
+            else:
+                chosen = device_records.fedscale_clients(record, num_clients, self.repeat_clients)
         except ValueError as error:
             raise ValueError(f"{WHAT} 'availability': {self.availability}: {error}") from None
-        starts, ends = records.round_windows(rounds, self.round_seconds, self.start_s)
+        starts, ends = device_records.round_windows(rounds, self.round_seconds, self.start_s)
         extra = {"record_clients": [record.clients[c] for c in chosen]}
         if self.replay == "window":
-            available = records.available_in_windows(record, chosen, starts, ends, self.min_online_share)
+            available = device_records.available_in_windows(record, chosen, starts, ends, self.min_online_share)
             if not available.any():
                 raise ValueError(f"{WHAT}s 'round_seconds', 'start_s' and 'min_online_share': no client is online for "
                                  f"{self.min_online_share:g} of any round of {self.round_seconds:g} s from "
                                  f"{self.start_s:g} s in {self.availability} ({rounds} rounds): every round would be "
                                  "empty; choose rounds that fit the record's sessions")
         else:
-            extra["sessions"] = sessions = records.client_sessions(record, chosen)
+            extra["sessions"] = sessions = device_records.client_sessions(record, chosen)
             if not len(sessions.starts):
                 raise ValueError(f"{WHAT} 'availability': none of the {len(record.clients)} clients of "
                                  f"{self.availability} that FedScale's mapping gives the {num_clients} clients is ever "
                                  "online")
             clients = np.arange(num_clients)
-            available = np.stack([records.online_at(sessions, clients, np.full(num_clients, instant))
+            available = np.stack([device_records.online_at(sessions, clients, np.full(num_clients, instant))
                                   for instant in starts]) if rounds else np.zeros((0, num_clients), dtype=bool)
         prob = np.broadcast_to(available.mean(axis=0), available.shape)
         return available, prob, extra

@@ -1,6 +1,0 @@
-"""Model names, torch-free: what a config may name under `training.model`, and the dataset kind each one reads.
-The architectures themselves are in fedavail.models (a test keeps both registries the same)."""
-
-MODEL_KINDS = {"fedswe_svhn_cnn": "image", "fedswe_cifar10_cnn": "image", "fedswe_cinic10_cnn": "image",
-               "fast_cnn_fmnist": "image", "fast_cnn_cifar10": "image", "fast_char_lstm": "text", "small_cnn": "image"}
-MODEL_NAMES = sorted(MODEL_KINDS)

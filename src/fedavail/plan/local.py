@@ -6,7 +6,7 @@ it already took."""
 import math
 from dataclasses import asdict, dataclass
 
-from fedavail.options import check_fields, check_int, check_keys, check_value, is_bool, key_table, must, option
+from fedavail.options import check_fields, check_int, check_keys, check_value, is_bool, is_number, key_table, must, option
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 SCHEDULES = ("constant", "sqrt_decay", "multistep")
@@ -18,14 +18,10 @@ DEFAULT_STEPS = 10
 MAX_BATCH_SIZE = 8192
 
 
-def _is_finite(value) -> bool:
-    return not is_bool(value) and isinstance(value, int | float) and math.isfinite(value)
-
-
 def _finite(bound: str, test):
     """A check of a finite number within `bound`."""
     def check(value) -> None:
-        if not _is_finite(value):
+        if not is_number(value):
             raise ValueError(f"must be a finite number, got {value!r}")
         if not test(value):
             raise ValueError(f"must be {bound}, got {value!r}")
@@ -39,7 +35,7 @@ def _check_batch_size(value) -> None:
 
 
 def _betas(betas) -> bool:
-    return len(betas) == 2 and all(_is_finite(beta) and 0 <= beta < 1 for beta in betas)
+    return len(betas) == 2 and all(is_number(beta) and 0 <= beta < 1 for beta in betas)
 
 
 def _increasing_rounds(rounds) -> bool:
